@@ -1,0 +1,41 @@
+# agentrt's build. The two commands a newcomer needs:
+#   make serve   set up, build, and start `agentrt serve runtime.toml` (built-in SGLang emulator by default)
+#   make test    set up and run the whole test suite (what CI runs)
+# Setup installs from the package registries into $AGENTRT_CACHE (default ~/.cache/agentrt), never into the repo.
+
+SHELL := /bin/bash
+export AGENTRT_CACHE ?= $(HOME)/.cache/agentrt
+ENV := source $(AGENTRT_CACHE)/env.sh
+
+.PHONY: setup build serve test test-go test-extra wasm wasm-check bench
+
+setup:
+	@bash scripts/setup.sh
+
+build: setup
+	@$(ENV) && go build -o bin/agentrt ./cmd/agentrt
+
+serve: build
+	./bin/agentrt serve runtime.toml
+
+# wasm rebuilds the committed Wasm modules (built-in parsers, hooks, tools, SDK examples) from their sources.
+wasm: setup
+	@$(ENV) && bash scripts/build-wasm.sh
+
+# wasm-check proves the committed Wasm modules are exactly what their sources build.
+wasm-check: wasm
+	@git diff --exit-code --stat -- '*.wasm' || { echo "committed .wasm files differ from their sources: run 'make wasm' and commit" >&2; exit 1; }
+
+test-go: setup
+	@$(ENV) && gofmt_out=$$(gofmt -l $$(git ls-files '*.go')) && { [ -z "$$gofmt_out" ] || { echo "gofmt needed:"; echo "$$gofmt_out"; exit 1; }; }
+	@$(ENV) && go vet ./...
+	@$(ENV) && go test -race -count=1 ./...
+
+# test-extra runs the suites that are not Go: each scripts/test.d/*.sh (SDK examples, Python client, bench smoke).
+test-extra: build
+	@$(ENV) && for t in scripts/test.d/*.sh; do [ -e "$$t" ] || continue; echo "== $$t"; bash "$$t" || exit 1; done
+
+test: wasm-check test-go test-extra
+
+bench: build
+	@$(ENV) && go test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Prints (with --print) the environment agentrt's build and tests need, as shell exports.
+set -euo pipefail
+cache=${AGENTRT_CACHE:-$HOME/.cache/agentrt}
+cat <<EOT
+export AGENTRT_CACHE="$cache"
+export CGO_ENABLED=1
+export CGO_LDFLAGS="-L$cache/lib"
+export AGENTRT_QWEN3_MODEL="$cache/models/qwen3"
+export AGENTRT_QWEN25_MODEL="$cache/models/qwen2.5"
+export AGENTRT_LLAMA31_MODEL="$cache/models/llama3.1"
+export AGENTRT_GOLDEN_PYTHON="$cache/venv-golden/bin/python"
+EOT
