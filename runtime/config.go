@@ -1,0 +1,303 @@
+package runtime
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Config is the whole runtime configuration, as runtime.toml spells it. Decoding (strict, with file and line in
+// errors) lives in runtime/config; this package only defines the shape, defaults and validation.
+type Config struct {
+	Server   ServerConfig   `toml:"server"`
+	SGLang   SGLangConfig   `toml:"sglang"`
+	Emulator EmulatorConfig `toml:"emulator"`
+	Plugins  PluginsConfig  `toml:"plugins"`
+	Agents   []AgentConfig  `toml:"agent"`
+}
+
+// ServerConfig configures `agentrt serve`.
+type ServerConfig struct {
+	// Addr is where the HTTP server (health, metrics, WebSocket) listens.
+	Addr string `toml:"addr"`
+	// Token is the bearer token trainers must present; required when Addr is not loopback.
+	Token string `toml:"token"`
+	// SpoolDir holds finished trajectories until a trainer acks them.
+	SpoolDir string `toml:"spool_dir"`
+	// SpoolMaxTrajectories bounds the spool; when full, new episodes wait.
+	SpoolMaxTrajectories int `toml:"spool_max_trajectories"`
+	// MaxMessageBytes bounds one WebSocket message from a trainer.
+	MaxMessageBytes int `toml:"max_message_bytes"`
+	// ShutdownGrace is how long in-flight episodes may run after a shutdown signal before they are aborted.
+	ShutdownGrace Duration `toml:"shutdown_grace"`
+	// Concurrency is the number of episodes run at once.
+	Concurrency int `toml:"concurrency"`
+}
+
+// SGLangConfig says where inference runs.
+type SGLangConfig struct {
+	// Workers are SGLang server URLs; the single value "emulator" starts the built-in emulator in-process.
+	Workers []string `toml:"workers"`
+	// Gateway is one SGLang Model Gateway URL, used instead of Workers.
+	Gateway string `toml:"gateway"`
+	// APIKey is sent as a bearer token to SGLang when set.
+	APIKey string `toml:"api_key"`
+	// MaxInFlightPerWorker bounds concurrent /generate requests per worker.
+	MaxInFlightPerWorker int `toml:"max_in_flight_per_worker"`
+	// RequestTimeout bounds one /generate call, retries included.
+	RequestTimeout Duration `toml:"request_timeout"`
+	// MaxRetries bounds retries of retryable failures (5xx, 429, connection errors).
+	MaxRetries int `toml:"max_retries"`
+}
+
+// EmulatorConfig configures the built-in SGLang emulator (used when sglang.workers = ["emulator"]).
+type EmulatorConfig struct {
+	Seed             int64    `toml:"seed"`
+	Policy           string   `toml:"policy"`
+	Format           string   `toml:"format"`
+	Script           string   `toml:"script"`
+	ContextLength    int      `toml:"context_length"`
+	LatencyBase      Duration `toml:"latency_base"`
+	LatencyPerToken  Duration `toml:"latency_per_output_token"`
+	NonCanonicalRate float64  `toml:"noncanonical_rate"`
+	MalformedRate    float64  `toml:"malformed_rate"`
+	FaultRate        float64  `toml:"fault_rate"`
+	Log              string   `toml:"log"`
+}
+
+// PluginsConfig configures the Wasm plugin host.
+type PluginsConfig struct {
+	// CacheDir holds compiled modules so later starts skip compilation.
+	CacheDir string `toml:"cache_dir"`
+}
+
+// AgentConfig is one agent: a model, a server, a parser, tools, hooks and limits.
+type AgentConfig struct {
+	Name string `toml:"name"`
+	// Model is a Hugging Face model folder (tokenizer.json, tokenizer_config.json, chat template).
+	Model string `toml:"model"`
+	// Parser names a built-in tool-call parser (hermes, qwen3_coder, llama3, glm45, kimi_k2) or a parser plugin file.
+	Parser       string `toml:"parser"`
+	SystemPrompt string `toml:"system_prompt"`
+	// Sampling are SGLang sampling params; max_new_tokens is always sent.
+	Sampling Sampling `toml:"sampling"`
+	// ChatTemplateKwargs are extra template variables, e.g. enable_thinking = false.
+	ChatTemplateKwargs map[string]any `toml:"chat_template_kwargs"`
+	// ContextWindow caps prompt+response tokens; 0 reads the server's max_model_len from /v1/models.
+	ContextWindow int `toml:"context_window"`
+	// ToolTimeout is the default per-tool-call wall-clock limit.
+	ToolTimeout Duration `toml:"tool_timeout"`
+	// ParseErrors is the parse-error policy: "feedback" (an error result carrying the raw text goes back to the
+	// model and the episode continues) or "stop" (the episode ends as completed with the parse errors counted).
+	ParseErrors string `toml:"parse_errors"`
+	// EpisodeTimeout bounds one episode; past it the episode is aborted (reason deadline).
+	EpisodeTimeout Duration       `toml:"episode_timeout"`
+	Tools          []PluginConfig `toml:"tools"`
+	Hooks          []PluginConfig `toml:"hooks"`
+	Reward         *PluginConfig  `toml:"reward"`
+}
+
+// Sampling holds the sampling params sent to SGLang. Unset optional values are left to the server's defaults.
+type Sampling struct {
+	MaxNewTokens      int      `toml:"max_new_tokens" json:"max_new_tokens,omitempty"`
+	Temperature       *float64 `toml:"temperature" json:"temperature,omitempty"`
+	TopP              *float64 `toml:"top_p" json:"top_p,omitempty"`
+	TopK              *int     `toml:"top_k" json:"top_k,omitempty"`
+	MinP              *float64 `toml:"min_p" json:"min_p,omitempty"`
+	RepetitionPenalty *float64 `toml:"repetition_penalty" json:"repetition_penalty,omitempty"`
+	FrequencyPenalty  *float64 `toml:"frequency_penalty" json:"frequency_penalty,omitempty"`
+	PresencePenalty   *float64 `toml:"presence_penalty" json:"presence_penalty,omitempty"`
+	Seed              *int     `toml:"seed" json:"seed,omitempty"`
+	Stop              []string `toml:"stop" json:"stop,omitempty"`
+}
+
+// Merge returns s with every field set in o replacing its own (per-request overrides).
+func (s Sampling) Merge(o Sampling) Sampling {
+	if o.MaxNewTokens > 0 {
+		s.MaxNewTokens = o.MaxNewTokens
+	}
+	if o.Temperature != nil {
+		s.Temperature = o.Temperature
+	}
+	if o.TopP != nil {
+		s.TopP = o.TopP
+	}
+	if o.TopK != nil {
+		s.TopK = o.TopK
+	}
+	if o.MinP != nil {
+		s.MinP = o.MinP
+	}
+	if o.RepetitionPenalty != nil {
+		s.RepetitionPenalty = o.RepetitionPenalty
+	}
+	if o.FrequencyPenalty != nil {
+		s.FrequencyPenalty = o.FrequencyPenalty
+	}
+	if o.PresencePenalty != nil {
+		s.PresencePenalty = o.PresencePenalty
+	}
+	if o.Seed != nil {
+		s.Seed = o.Seed
+	}
+	if o.Stop != nil {
+		s.Stop = o.Stop
+	}
+	return s
+}
+
+// PluginConfig names a plugin (a built-in such as "builtin:calculator", or a .wasm file) and its settings.
+type PluginConfig struct {
+	Plugin string `toml:"plugin"`
+	// Only restricts a tool plugin to some of its tools; empty means all.
+	Only []string `toml:"only"`
+	// Timeout is the per-call wall-clock limit (tools: overrides the agent's tool_timeout).
+	Timeout Duration `toml:"timeout"`
+	// MemoryPages caps a sandboxed plugin's memory in 64 KiB pages.
+	MemoryPages int `toml:"memory_pages"`
+	// Mounts grants read-only directories: "host_dir:guest_dir".
+	Mounts []string `toml:"mounts"`
+	// Walltime and Random grant the real clock and a random source to a sandboxed plugin.
+	Walltime bool `toml:"walltime"`
+	Random   bool `toml:"random"`
+	// Config is passed to the plugin at instantiation, as JSON.
+	Config map[string]any `toml:"config"`
+}
+
+// ConfigJSON is the plugin's config as the JSON object the plugin receives.
+func (p PluginConfig) ConfigJSON() (json.RawMessage, error) {
+	if p.Config == nil {
+		return json.RawMessage("{}"), nil
+	}
+	b, err := json.Marshal(p.Config)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %s: config: %w", p.Plugin, err)
+	}
+	return b, nil
+}
+
+// Duration is a time.Duration that TOML writes as a string such as "90s".
+type Duration struct{ time.Duration }
+
+// UnmarshalText implements encoding.TextUnmarshaler.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("invalid duration %q (use e.g. \"30s\", \"2m\")", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalText implements encoding.TextMarshaler.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }
+
+// DefaultConfig returns the defaults that runtime.toml is decoded over.
+func DefaultConfig() Config {
+	return Config{
+		Server: ServerConfig{
+			Addr:                 "127.0.0.1:8700",
+			SpoolDir:             "spool",
+			SpoolMaxTrajectories: 100000,
+			MaxMessageBytes:      16 << 20,
+			ShutdownGrace:        Duration{30 * time.Second},
+			Concurrency:          256,
+		},
+		SGLang: SGLangConfig{
+			Workers:              []string{"emulator"},
+			MaxInFlightPerWorker: 1024,
+			RequestTimeout:       Duration{10 * time.Minute},
+			MaxRetries:           5,
+		},
+		Emulator: EmulatorConfig{Seed: 1, Policy: "agentic", Format: "hermes", ContextLength: 32768},
+		Plugins:  PluginsConfig{CacheDir: "~/.cache/agentrt/wazero"},
+	}
+}
+
+// DefaultAgent returns the defaults each [[agent]] table is decoded over.
+func DefaultAgent() AgentConfig {
+	return AgentConfig{
+		Parser:      "hermes",
+		Sampling:    Sampling{MaxNewTokens: 1024},
+		ToolTimeout: Duration{30 * time.Second},
+		ParseErrors: "feedback",
+	}
+}
+
+// FieldError is a validation error tied to a config key, so the loader can name the file and line.
+type FieldError struct {
+	Key string // dotted key, e.g. "agent.sampling.max_new_tokens" (array tables without indices)
+	Msg string
+}
+
+func (e *FieldError) Error() string { return e.Key + ": " + e.Msg }
+
+// Validate checks values that decode fine but make no sense. Errors are *FieldError.
+func (c *Config) Validate() error {
+	if len(c.SGLang.Workers) == 0 && c.SGLang.Gateway == "" {
+		return &FieldError{"sglang.workers", "no SGLang server: set workers (or [\"emulator\"]) or gateway"}
+	}
+	if len(c.SGLang.Workers) > 0 && c.SGLang.Gateway != "" {
+		return &FieldError{"sglang.gateway", "set either workers or gateway, not both"}
+	}
+	if c.Server.Concurrency <= 0 {
+		return &FieldError{"server.concurrency", "must be > 0"}
+	}
+	if len(c.Agents) == 0 {
+		return &FieldError{"agent", "no [[agent]] defined"}
+	}
+	names := map[string]bool{}
+	for i := range c.Agents {
+		a := &c.Agents[i]
+		if a.Name == "" {
+			return &FieldError{"agent.name", fmt.Sprintf("agent #%d has no name", i+1)}
+		}
+		if names[a.Name] {
+			return &FieldError{"agent.name", fmt.Sprintf("duplicate agent name %q", a.Name)}
+		}
+		names[a.Name] = true
+		if a.Model == "" {
+			return &FieldError{"agent.model", fmt.Sprintf("agent %q: model folder is required", a.Name)}
+		}
+		if a.Sampling.MaxNewTokens <= 0 {
+			return &FieldError{"agent.sampling.max_new_tokens", fmt.Sprintf("agent %q: must be > 0", a.Name)}
+		}
+		if a.ParseErrors != "feedback" && a.ParseErrors != "stop" {
+			return &FieldError{"agent.parse_errors", fmt.Sprintf("agent %q: %q is not a policy (use \"feedback\" or \"stop\")", a.Name, a.ParseErrors)}
+		}
+		if a.ContextWindow < 0 {
+			return &FieldError{"agent.context_window", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
+		}
+		for _, p := range a.Tools {
+			if p.Plugin == "" {
+				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a tool entry has no plugin", a.Name)}
+			}
+		}
+		for _, p := range a.Hooks {
+			if p.Plugin == "" {
+				return &FieldError{"agent.hooks.plugin", fmt.Sprintf("agent %q: a hook entry has no plugin", a.Name)}
+			}
+		}
+	}
+	return nil
+}
+
+// Agent returns the agent config named name, or the only one when name is empty.
+func (c *Config) Agent(name string) (*AgentConfig, error) {
+	if name == "" && len(c.Agents) == 1 {
+		return &c.Agents[0], nil
+	}
+	for i := range c.Agents {
+		if c.Agents[i].Name == name {
+			return &c.Agents[i], nil
+		}
+	}
+	var have []string
+	for _, a := range c.Agents {
+		have = append(have, a.Name)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("runtime: several agents (%v): name one", have)
+	}
+	return nil, fmt.Errorf("runtime: no agent %q (have %v)", name, have)
+}
