@@ -1,0 +1,312 @@
+package tito
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+)
+
+// The files of a Hugging Face model folder that LoadModel reads.
+const (
+	FileTokenizer        = "tokenizer.json"
+	FileTokenizerConfig  = "tokenizer_config.json"
+	FileChatTemplate     = "chat_template.jinja"
+	FileGenerationConfig = "generation_config.json"
+)
+
+// Model is what agentrt needs of a Hugging Face model folder: the tokenizer, the chat template source, the
+// special tokens and the ids that end a generation. It is read-only after LoadModel and safe for concurrent use.
+type Model struct {
+	// Dir is the folder the model was loaded from, as given.
+	Dir string
+	// Tokenizer is the folder's tokenizer.json.
+	Tokenizer *Tokenizer
+
+	// TemplateSource is the default chat template (Jinja source): chat_template.jinja if present (it takes
+	// precedence, as in transformers), else tokenizer_config.json's chat_template (a string, or the entry named
+	// "default" of a [{name, template}] list). Empty if the folder has none.
+	TemplateSource string
+	// TemplateFile is the file TemplateSource came from (FileChatTemplate or FileTokenizerConfig), or "".
+	TemplateFile string
+	// NamedTemplates holds every template of a [{name, template}] list in tokenizer_config.json, by name
+	// ("default", "tool_use", ...). Nil when the template is a single string.
+	NamedTemplates map[string]string
+
+	// BOSToken, EOSToken, PadToken and UnkToken are the special tokens of tokenizer_config.json ("" if unset),
+	// as the chat template sees them (bos_token, eos_token, ...).
+	BOSToken, EOSToken, PadToken, UnkToken string
+	// AdditionalSpecialTokens is tokenizer_config.json's additional_special_tokens.
+	AdditionalSpecialTokens []string
+	// AddedTokens is tokenizer_config.json's added_tokens_decoder (falling back to tokenizer.json's
+	// added_tokens), in id order.
+	AddedTokens []AddedToken
+	// AddBOSToken reports tokenizer_config.json's add_bos_token (false if absent).
+	AddBOSToken bool
+
+	// StopIDs are the ids that end a turn: the EOS token, then generation_config.json's eos_token_id (an int or
+	// a list), without duplicates, in that order.
+	StopIDs []int32
+
+	// TokenizerSHA256 and TemplateSHA256 are hex sha256 sums of tokenizer.json and of TemplateSource (""
+	// without a template), for trajectory provenance.
+	TokenizerSHA256, TemplateSHA256 string
+}
+
+// tokenizerConfig is the part of tokenizer_config.json that LoadModel reads.
+type tokenizerConfig struct {
+	BOSToken                json.RawMessage            `json:"bos_token"`
+	EOSToken                json.RawMessage            `json:"eos_token"`
+	PadToken                json.RawMessage            `json:"pad_token"`
+	UnkToken                json.RawMessage            `json:"unk_token"`
+	AdditionalSpecialTokens []json.RawMessage          `json:"additional_special_tokens"`
+	AddedTokensDecoder      map[string]json.RawMessage `json:"added_tokens_decoder"`
+	ChatTemplate            json.RawMessage            `json:"chat_template"`
+	AddBOSToken             *bool                      `json:"add_bos_token"`
+}
+
+// LoadModel reads a Hugging Face model folder: tokenizer.json (required), tokenizer_config.json (required),
+// chat_template.jinja and generation_config.json (both optional).
+//
+// # Errors
+//
+// Every error wraps ErrModelFile and names the file: a missing or unreadable required file, invalid JSON, a
+// special token or added token that disagrees with tokenizer.json, an EOS token that is not in the vocabulary,
+// a malformed chat_template or eos_token_id.
+func LoadModel(dir string) (*Model, error) {
+	if st, err := os.Stat(dir); err != nil {
+		return nil, fmt.Errorf("%w: model folder %s: %w", ErrModelFile, dir, err)
+	} else if !st.IsDir() {
+		return nil, fmt.Errorf("%w: model folder %s: not a directory", ErrModelFile, dir)
+	}
+	m := &Model{Dir: dir}
+	tokPath := filepath.Join(dir, FileTokenizer)
+	tok, err := LoadTokenizer(tokPath)
+	if err != nil {
+		return nil, err
+	}
+	m.Tokenizer = tok
+	m.TokenizerSHA256 = tok.SHA256()
+	if err := m.loadConfig(); err != nil {
+		tok.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
+func (m *Model) loadConfig() error {
+	cfgPath := filepath.Join(m.Dir, FileTokenizerConfig)
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrModelFile, cfgPath, err)
+	}
+	var cfg tokenizerConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		return fmt.Errorf("%w: %s: invalid JSON: %w", ErrModelFile, cfgPath, err)
+	}
+	bad := func(key string, err error) error {
+		return fmt.Errorf("%w: %s: %s: %w", ErrModelFile, cfgPath, key, err)
+	}
+	for _, f := range []struct {
+		key string
+		raw json.RawMessage
+		dst *string
+	}{{"bos_token", cfg.BOSToken, &m.BOSToken}, {"eos_token", cfg.EOSToken, &m.EOSToken},
+		{"pad_token", cfg.PadToken, &m.PadToken}, {"unk_token", cfg.UnkToken, &m.UnkToken}} {
+		if *f.dst, err = tokenString(f.raw); err != nil {
+			return bad(f.key, err)
+		}
+	}
+	for i, raw := range cfg.AdditionalSpecialTokens {
+		s, err := tokenString(raw)
+		if err != nil {
+			return bad(fmt.Sprintf("additional_special_tokens[%d]", i), err)
+		}
+		m.AdditionalSpecialTokens = append(m.AdditionalSpecialTokens, s)
+	}
+	if cfg.AddBOSToken != nil {
+		m.AddBOSToken = *cfg.AddBOSToken
+	}
+	if err := m.loadAddedTokens(cfg.AddedTokensDecoder, cfgPath); err != nil {
+		return err
+	}
+	for _, f := range []struct{ key, tok string }{{"bos_token", m.BOSToken}, {"eos_token", m.EOSToken},
+		{"pad_token", m.PadToken}, {"unk_token", m.UnkToken}} {
+		if f.tok == "" {
+			continue
+		}
+		if _, ok := m.Tokenizer.TokenID(f.tok); !ok {
+			return bad(f.key, fmt.Errorf("token %q is not in the vocabulary of %s", f.tok, FileTokenizer))
+		}
+	}
+
+	if err := m.loadTemplate(cfg.ChatTemplate, cfgPath); err != nil {
+		return err
+	}
+	if m.TemplateSource != "" {
+		sum := sha256.Sum256([]byte(m.TemplateSource))
+		m.TemplateSHA256 = hex.EncodeToString(sum[:])
+	}
+
+	if m.EOSToken != "" {
+		id, _ := m.Tokenizer.TokenID(m.EOSToken)
+		m.StopIDs = append(m.StopIDs, id)
+	}
+	return m.loadGenerationConfig()
+}
+
+// tokenString reads a special token of tokenizer_config.json: null, a string, or an AddedToken object
+// {"content": ..., ...}.
+func tokenString(raw json.RawMessage) (string, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return "", nil
+	}
+	var s string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", err
+		}
+		return s, nil
+	}
+	var obj struct {
+		Content *string `json:"content"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return "", fmt.Errorf("want a string or an object with \"content\": %w", err)
+	}
+	if obj.Content == nil {
+		return "", errors.New(`want a string or an object with "content"`)
+	}
+	return *obj.Content, nil
+}
+
+func (m *Model) loadAddedTokens(dec map[string]json.RawMessage, cfgPath string) error {
+	if len(dec) == 0 {
+		m.AddedTokens = m.Tokenizer.AddedTokens()
+		slices.SortFunc(m.AddedTokens, func(a, b AddedToken) int { return int(a.ID - b.ID) })
+		return nil
+	}
+	for key, raw := range dec {
+		id, err := strconv.ParseInt(key, 10, 32)
+		if err != nil {
+			return fmt.Errorf("%w: %s: added_tokens_decoder: key %q is not a token id", ErrModelFile, cfgPath, key)
+		}
+		var a struct {
+			Content *string `json:"content"`
+			Special bool    `json:"special"`
+		}
+		if err := json.Unmarshal(raw, &a); err != nil || a.Content == nil {
+			return fmt.Errorf("%w: %s: added_tokens_decoder[%s]: want an object with \"content\"", ErrModelFile, cfgPath, key)
+		}
+		if got, ok := m.Tokenizer.TokenID(*a.Content); !ok || got != int32(id) {
+			return fmt.Errorf("%w: %s: added_tokens_decoder[%s] %q disagrees with %s (which has it as id %d, present %v)",
+				ErrModelFile, cfgPath, key, *a.Content, FileTokenizer, got, ok)
+		}
+		m.AddedTokens = append(m.AddedTokens, AddedToken{ID: int32(id), Content: *a.Content, Special: a.Special})
+	}
+	slices.SortFunc(m.AddedTokens, func(a, b AddedToken) int { return int(a.ID - b.ID) })
+	return nil
+}
+
+func (m *Model) loadTemplate(raw json.RawMessage, cfgPath string) error {
+	jinjaPath := filepath.Join(m.Dir, FileChatTemplate)
+	data, err := os.ReadFile(jinjaPath)
+	switch {
+	case err == nil:
+		m.TemplateSource, m.TemplateFile = string(data), FileChatTemplate
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s: %w", ErrModelFile, jinjaPath, err)
+	}
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: chat_template: %s", ErrModelFile, cfgPath, fmt.Sprintf(format, args...))
+	}
+	var fromConfig string
+	if raw[0] == '"' {
+		if err := json.Unmarshal(raw, &fromConfig); err != nil {
+			return bad("%v", err)
+		}
+	} else {
+		var list []struct {
+			Name     *string `json:"name"`
+			Template *string `json:"template"`
+		}
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return bad("want a string or a list of {name, template}: %v", err)
+		}
+		m.NamedTemplates = make(map[string]string, len(list))
+		for i, e := range list {
+			if e.Name == nil || e.Template == nil {
+				return bad("entry %d: want {\"name\": ..., \"template\": ...}", i)
+			}
+			m.NamedTemplates[*e.Name] = *e.Template
+		}
+		var ok bool
+		if fromConfig, ok = m.NamedTemplates["default"]; !ok && m.TemplateFile == "" {
+			return bad("a list of templates without one named \"default\" (have %v)", slices.Sorted(maps.Keys(m.NamedTemplates)))
+		}
+	}
+	if m.TemplateFile == "" {
+		m.TemplateSource, m.TemplateFile = fromConfig, FileTokenizerConfig
+	}
+	return nil
+}
+
+func (m *Model) loadGenerationConfig() error {
+	path := filepath.Join(m.Dir, FileGenerationConfig)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrModelFile, path, err)
+	}
+	var gc struct {
+		EOSTokenID json.RawMessage `json:"eos_token_id"`
+	}
+	if err := json.Unmarshal(data, &gc); err != nil {
+		return fmt.Errorf("%w: %s: invalid JSON: %w", ErrModelFile, path, err)
+	}
+	raw := bytes.TrimSpace(gc.EOSTokenID)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var ids []int32
+	if raw[0] == '[' {
+		err = json.Unmarshal(raw, &ids)
+	} else {
+		var id int32
+		err = json.Unmarshal(raw, &id)
+		ids = []int32{id}
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: eos_token_id: want an int or a list of ints: %w", ErrModelFile, path, err)
+	}
+	for _, id := range ids {
+		if id < 0 || int(id) >= m.Tokenizer.VocabSize() {
+			return fmt.Errorf("%w: %s: eos_token_id %d is outside the vocabulary (size %d)", ErrModelFile, path, id, m.Tokenizer.VocabSize())
+		}
+		if !slices.Contains(m.StopIDs, id) {
+			m.StopIDs = append(m.StopIDs, id)
+		}
+	}
+	return nil
+}
+
+// IsStop reports whether id is one of StopIDs.
+func (m *Model) IsStop(id int32) bool { return slices.Contains(m.StopIDs, id) }
+
+// Close frees the tokenizer. The Model must not be used afterwards.
+func (m *Model) Close() { m.Tokenizer.Close() }

@@ -1,0 +1,416 @@
+package tito
+
+/*
+#cgo LDFLAGS: -ltokenizers -ldl -lm -lstdc++
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+// The C ABI of github.com/daulet/tokenizers v1.22.1 (its tokenizers.h), built by scripts/setup.d/10-tokenizers.sh
+// into $AGENTRT_CACHE/lib/libtokenizers.a. We bind it directly rather than importing the module's Go package,
+// because that package imports net/http (FromPretrained), which tito must never reach (STYLE.md, the house).
+struct tokenizers_encode_options {
+  bool add_special_token;
+  bool return_type_ids;
+  bool return_tokens;
+  bool return_special_tokens_mask;
+  bool return_attention_mask;
+  bool return_offsets;
+};
+struct tokenizers_options {
+  bool encode_special_tokens;
+};
+struct tokenizers_buffer {
+  uint32_t *ids;
+  uint32_t *type_ids;
+  uint32_t *special_tokens_mask;
+  uint32_t *attention_mask;
+  char *tokens;
+  size_t *offsets;
+  uint32_t len;
+};
+void *tokenizers_from_bytes(const uint8_t *config, uint32_t len, const struct tokenizers_options *options, char **error);
+struct tokenizers_buffer tokenizers_encode(void *ptr, const char *message, const struct tokenizers_encode_options *options);
+char *tokenizers_decode(void *ptr, const uint32_t *ids, uint32_t len, bool skip_special_tokens);
+uint32_t tokenizers_vocab_size(void *ptr);
+void tokenizers_free_tokenizer(void *ptr);
+void tokenizers_free_buffer(struct tokenizers_buffer buffer);
+void tokenizers_free_string(char *string);
+
+// Link-time check that the static library is the v1.22.1 build this binding was written against.
+extern void tokenizers_version_1_22_1(void);
+static void (*agentrt_tokenizers_version_check)(void) __attribute__((used)) = &tokenizers_version_1_22_1;
+
+static struct tokenizers_buffer agentrt_encode(void *ptr, const char *message, bool add_special) {
+  struct tokenizers_encode_options o = {0};
+  o.add_special_token = add_special;
+  return tokenizers_encode(ptr, message, &o);
+}
+*/
+import "C"
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Tokenizer is a Hugging Face tokenizer (tokenizer.json) run by the Hugging Face Rust implementation through
+// github.com/daulet/tokenizers. Special tokens that appear in text are matched as special tokens, as
+// transformers does by default (split_special_tokens=False).
+//
+// A Tokenizer is safe for concurrent use: the Rust tokenizer is Sync and the calls only read it. Close must
+// not be called while other calls are in flight; it waits for them, and any later call panics.
+type Tokenizer struct {
+	mu  sync.RWMutex
+	ptr unsafe.Pointer // the Rust tokenizer; nil once closed
+
+	vocab     map[string]int32 // model vocabulary plus added tokens, in their tokenizer.json spelling
+	added     []AddedToken     // added tokens, in id order
+	vocabSize int
+	sha256    string
+	byteLevel *byteLevelTable // non-nil when the decoder is ByteLevel (GPT-2 byte mapping)
+	nulID     int32           // the id of the token for a lone U+0000, or -1
+}
+
+// AddedToken is one entry of tokenizer.json's added_tokens: a token matched on raw text before the model runs.
+type AddedToken struct {
+	ID      int32  `json:"id"`
+	Content string `json:"content"`
+	Special bool   `json:"special"`
+}
+
+// tokenizerFile is the part of tokenizer.json that Go reads itself (the Rust side reads all of it).
+type tokenizerFile struct {
+	AddedTokens []AddedToken `json:"added_tokens"`
+	Decoder     *struct {
+		Type     string `json:"type"`
+		Decoders []struct {
+			Type string `json:"type"`
+		} `json:"decoders"`
+	} `json:"decoder"`
+	Model struct {
+		Type  string          `json:"type"`
+		Vocab json.RawMessage `json:"vocab"`
+	} `json:"model"`
+}
+
+// LoadTokenizer reads a tokenizer.json file.
+//
+// # Errors
+//
+// The error wraps ErrModelFile and names the file when it is missing, unreadable, not JSON, or rejected by the
+// Hugging Face library (whose message is included).
+func LoadTokenizer(path string) (*Tokenizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrModelFile, path, err)
+	}
+	return newTokenizer(path, data)
+}
+
+func newTokenizer(path string, data []byte) (*Tokenizer, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty file", ErrModelFile, path)
+	}
+	var tf tokenizerFile
+	if err := json.Unmarshal(data, &tf); err != nil {
+		return nil, fmt.Errorf("%w: %s: not a valid tokenizer.json: %w", ErrModelFile, path, err)
+	}
+	vocab, err := parseVocab(tf.Model.Type, tf.Model.Vocab)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: model.vocab: %w", ErrModelFile, path, err)
+	}
+	for _, a := range tf.AddedTokens {
+		vocab[a.Content] = a.ID
+	}
+
+	var cerr *C.char
+	opts := C.struct_tokenizers_options{encode_special_tokens: false}
+	ptr := C.tokenizers_from_bytes((*C.uint8_t)(unsafe.Pointer(&data[0])), C.uint32_t(len(data)), &opts, &cerr)
+	if ptr == nil {
+		msg := "rejected by the tokenizers library"
+		if cerr != nil {
+			msg = C.GoString(cerr)
+			C.tokenizers_free_string(cerr)
+		}
+		return nil, fmt.Errorf("%w: %s: %s", ErrModelFile, path, msg)
+	}
+	sum := sha256.Sum256(data)
+	t := &Tokenizer{
+		ptr:       ptr,
+		vocab:     vocab,
+		added:     tf.AddedTokens,
+		vocabSize: int(C.tokenizers_vocab_size(ptr)),
+		sha256:    hex.EncodeToString(sum[:]),
+		nulID:     -1,
+	}
+	if d := tf.Decoder; d != nil {
+		if d.Type == "ByteLevel" || (d.Type == "Sequence" && len(d.Decoders) == 1 && d.Decoders[0].Type == "ByteLevel") {
+			t.byteLevel = newByteLevelTable()
+		}
+	}
+	t.findNULToken()
+	return t, nil
+}
+
+// parseVocab reads model.vocab: a {token: id} object (BPE, WordPiece, WordLevel) or a [[token, score], ...]
+// list (Unigram, where the id is the position).
+func parseVocab(modelType string, raw json.RawMessage) (map[string]int32, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, fmt.Errorf("missing (model type %q)", modelType)
+	}
+	if raw[0] == '{' {
+		var m map[string]int32
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
+	var list [][2]json.RawMessage
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, err
+	}
+	m := make(map[string]int32, len(list))
+	for i, e := range list {
+		var s string
+		if err := json.Unmarshal(e[0], &s); err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		m[s] = int32(i)
+	}
+	return m, nil
+}
+
+// findNULToken finds the token of a lone U+0000. The C ABI passes strings NUL-terminated, so text holding
+// U+0000 needs a Go-side path (see Encode and Decode).
+func (t *Tokenizer) findNULToken() {
+	nul := "<0x00>"
+	if t.byteLevel != nil {
+		nul = string(t.byteLevel.toRune[0])
+	}
+	if id, ok := t.vocab[nul]; ok {
+		t.nulID = id
+	}
+}
+
+// SHA256 returns the hex sha256 of the tokenizer.json bytes this tokenizer was built from.
+func (t *Tokenizer) SHA256() string { return t.sha256 }
+
+// VocabSize returns the vocabulary size including added tokens (Hugging Face get_vocab_size(true), Python's
+// len(tokenizer)).
+func (t *Tokenizer) VocabSize() int { return t.vocabSize }
+
+// TokenID returns the id of a token in its tokenizer.json spelling (for byte-level BPE, "Ġhello" rather than
+// " hello"; added and special tokens as written, e.g. "<|im_end|>"), and whether it exists.
+func (t *Tokenizer) TokenID(token string) (int32, bool) {
+	id, ok := t.vocab[token]
+	return id, ok
+}
+
+// AddedTokens returns tokenizer.json's added tokens (special and not), in file order. The slice is a copy.
+func (t *Tokenizer) AddedTokens() []AddedToken {
+	return append([]AddedToken(nil), t.added...)
+}
+
+func (t *Tokenizer) acquire() unsafe.Pointer {
+	t.mu.RLock()
+	if t.ptr == nil {
+		t.mu.RUnlock()
+		panic("tito: Tokenizer used after Close")
+	}
+	return t.ptr
+}
+
+// Encode tokenizes text. With addSpecialTokens false nothing is added (no BOS), as
+// tokenizer.encode(text, add_special_tokens=False); special tokens written in the text are still matched.
+//
+// # Notes
+//
+// Invalid UTF-8 is replaced by U+FFFD first (Python strings cannot hold it either). The C ABI passes text
+// NUL-terminated, so text holding U+0000 is encoded piece by piece around each NUL, with the NUL token in
+// between; where Hugging Face's pre-tokenizer would have joined a NUL to a neighbouring character the ids can
+// differ from Python's (the text round-trips either way). Encode panics if the Tokenizer is closed.
+func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []int32 {
+	if strings.IndexByte(text, 0) >= 0 {
+		return t.encodeWithNUL(text, addSpecialTokens)
+	}
+	return t.encode(text, addSpecialTokens)
+}
+
+func (t *Tokenizer) encode(text string, addSpecialTokens bool) []int32 {
+	if !utf8.ValidString(text) {
+		text = strings.ToValidUTF8(text, "\uFFFD")
+	}
+	ptr := t.acquire()
+	defer t.mu.RUnlock()
+	cs := C.CString(text)
+	defer C.free(unsafe.Pointer(cs))
+	buf := C.agentrt_encode(ptr, cs, C.bool(addSpecialTokens))
+	defer C.tokenizers_free_buffer(buf)
+	n := int(buf.len)
+	out := make([]int32, n)
+	if n > 0 {
+		copy(out, unsafe.Slice((*int32)(unsafe.Pointer(buf.ids)), n))
+	}
+	return out
+}
+
+func (t *Tokenizer) encodeWithNUL(text string, addSpecialTokens bool) []int32 {
+	parts := strings.Split(text, "\x00")
+	var out []int32
+	for i, p := range parts {
+		if i > 0 && t.nulID >= 0 {
+			out = append(out, t.nulID)
+		}
+		if p == "" && !(i == 0 && addSpecialTokens) {
+			continue
+		}
+		out = append(out, t.encode(p, addSpecialTokens && i == 0)...)
+	}
+	if out == nil {
+		out = []int32{}
+	}
+	return out
+}
+
+// Decode turns ids back into text, as tokenizer.decode(ids, skip_special_tokens=...) in the Hugging Face
+// tokenizers library (no transformers-level clean_up_tokenization_spaces). Ids outside the vocabulary
+// (negative or too large) are skipped, never a crash.
+//
+// # Notes
+//
+// Decode panics if the Tokenizer is closed.
+func (t *Tokenizer) Decode(ids []int32, skipSpecialTokens bool) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	s, ok := t.decode(ids, skipSpecialTokens)
+	if ok {
+		return s
+	}
+	// The decoded text holds U+0000, which the C ABI cannot return: decode around the NUL tokens.
+	return t.decodeWithNUL(ids, skipSpecialTokens)
+}
+
+func (t *Tokenizer) decode(ids []int32, skipSpecialTokens bool) (string, bool) {
+	ptr := t.acquire()
+	defer t.mu.RUnlock()
+	cs := C.tokenizers_decode(ptr, (*C.uint32_t)(unsafe.Pointer(&ids[0])), C.uint32_t(len(ids)), C.bool(skipSpecialTokens))
+	runtime.KeepAlive(ids)
+	if cs == nil {
+		return "", false
+	}
+	defer C.tokenizers_free_string(cs)
+	return C.GoString(cs), true
+}
+
+// decodeWithNUL handles ids whose text holds U+0000. For byte-level decoders it maps the tokens back to bytes
+// itself (the same GPT-2 byte table and lossy UTF-8 conversion as Hugging Face); otherwise it decodes the runs
+// between NUL-bearing tokens and joins them with U+0000.
+func (t *Tokenizer) decodeWithNUL(ids []int32, skipSpecialTokens bool) string {
+	if t.byteLevel != nil {
+		return t.byteLevelDecode(ids, skipSpecialTokens)
+	}
+	var b strings.Builder
+	start := 0
+	flush := func(end int) {
+		if end > start {
+			s, _ := t.decode(ids[start:end], skipSpecialTokens)
+			b.WriteString(s)
+		}
+	}
+	for i, id := range ids {
+		if id == t.nulID {
+			flush(i)
+			b.WriteByte(0)
+			start = i + 1
+		}
+	}
+	flush(len(ids))
+	return b.String()
+}
+
+func (t *Tokenizer) byteLevelDecode(ids []int32, skipSpecialTokens bool) string {
+	tokens := t.idToToken()
+	special := map[int32]bool{}
+	for _, a := range t.added {
+		special[a.ID] = a.Special
+	}
+	var buf []byte
+	for _, id := range ids {
+		tok, ok := tokens[id]
+		if !ok || (skipSpecialTokens && special[id]) {
+			continue
+		}
+		// As Hugging Face's ByteLevel decoder: a token maps back to bytes rune by rune, or, if any rune is
+		// outside the byte table (an added token with a space, say), contributes its own UTF-8 bytes.
+		mapped := make([]byte, 0, len(tok))
+		for _, r := range tok {
+			b, ok := t.byteLevel.toByte[r]
+			if !ok {
+				mapped = append(mapped[:0], tok...)
+				break
+			}
+			mapped = append(mapped, b)
+		}
+		buf = append(buf, mapped...)
+	}
+	return lossyUTF8(buf)
+}
+
+func (t *Tokenizer) idToToken() map[int32]string {
+	m := make(map[int32]string, len(t.vocab))
+	for tok, id := range t.vocab {
+		m[id] = tok
+	}
+	return m
+}
+
+// EncodeBatch encodes several texts in parallel (one goroutine per CPU), each as Encode would.
+func (t *Tokenizer) EncodeBatch(texts []string, addSpecialTokens bool) [][]int32 {
+	out := make([][]int32, len(texts))
+	workers := min(runtime.GOMAXPROCS(0), len(texts))
+	if workers <= 1 {
+		for i, s := range texts {
+			out[i] = t.Encode(s, addSpecialTokens)
+		}
+		return out
+	}
+	var next sync.Mutex
+	i := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				next.Lock()
+				j := i
+				i++
+				next.Unlock()
+				if j >= len(texts) {
+					return
+				}
+				out[j] = t.Encode(texts[j], addSpecialTokens)
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// Close frees the Rust tokenizer. It waits for calls in flight; calls after Close panic. Close is idempotent.
+func (t *Tokenizer) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ptr != nil {
+		C.tokenizers_free_tokenizer(t.ptr)
+		t.ptr = nil
+	}
+}
