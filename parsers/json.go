@@ -1,0 +1,470 @@
+package parsers
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// This file holds a small, strict JSON scanner (RFC 8259: no NaN/Infinity, no comments, no trailing commas, no
+// single quotes, no control characters in strings). It validates and compacts in one pass without reflection,
+// because encoding/json is slow inside a Go Wasm guest and the parsers run there.
+
+// maxDepth bounds nesting so that hostile input cannot exhaust the stack.
+const maxDepth = 256
+
+// syntaxError says what is wrong with a JSON text and where (a byte offset into the parsed text).
+type syntaxError struct {
+	off int
+	msg string
+}
+
+func (e *syntaxError) Error() string {
+	return e.msg + " at offset " + strconv.Itoa(e.off)
+}
+
+func errAt(off int, msg string) *syntaxError { return &syntaxError{off: off, msg: msg} }
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(s string, i int) int {
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	return i
+}
+
+func describe(s string, i int) string {
+	if i >= len(s) {
+		return "unexpected end of JSON"
+	}
+	c := s[i]
+	if c < 0x20 || c >= 0x7f {
+		return "invalid byte " + strconv.Quote(string(c))
+	}
+	return "invalid character " + strconv.QuoteRune(rune(c))
+}
+
+// compactValue validates the JSON value at s[i:] (leading whitespace allowed), appends its compact form to dst
+// (strings and numbers copied verbatim, insignificant whitespace dropped) and returns the index just past it.
+func compactValue(dst []byte, s string, i int, depth int) ([]byte, int, error) {
+	i = skipSpace(s, i)
+	if i >= len(s) {
+		return dst, i, errAt(i, "unexpected end of JSON")
+	}
+	switch c := s[i]; {
+	case c == '{':
+		if depth >= maxDepth {
+			return dst, i, errAt(i, "JSON nested too deeply")
+		}
+		dst = append(dst, '{')
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == '}' {
+			return append(dst, '}'), i + 1, nil
+		}
+		for {
+			i = skipSpace(s, i)
+			if i >= len(s) || s[i] != '"' {
+				return dst, i, errAt(i, describe(s, i)+" looking for beginning of object key string")
+			}
+			end, err := scanString(s, i)
+			if err != nil {
+				return dst, end, err
+			}
+			dst = append(dst, s[i:end]...)
+			i = skipSpace(s, end)
+			if i >= len(s) || s[i] != ':' {
+				return dst, i, errAt(i, describe(s, i)+" after object key")
+			}
+			dst = append(dst, ':')
+			dst, i, err = compactValue(dst, s, i+1, depth+1)
+			if err != nil {
+				return dst, i, err
+			}
+			i = skipSpace(s, i)
+			if i < len(s) && s[i] == ',' {
+				dst = append(dst, ',')
+				i++
+				continue
+			}
+			if i < len(s) && s[i] == '}' {
+				return append(dst, '}'), i + 1, nil
+			}
+			return dst, i, errAt(i, describe(s, i)+" after object key:value pair")
+		}
+	case c == '[':
+		if depth >= maxDepth {
+			return dst, i, errAt(i, "JSON nested too deeply")
+		}
+		dst = append(dst, '[')
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == ']' {
+			return append(dst, ']'), i + 1, nil
+		}
+		for {
+			var err error
+			dst, i, err = compactValue(dst, s, i, depth+1)
+			if err != nil {
+				return dst, i, err
+			}
+			i = skipSpace(s, i)
+			if i < len(s) && s[i] == ',' {
+				dst = append(dst, ',')
+				i++
+				continue
+			}
+			if i < len(s) && s[i] == ']' {
+				return append(dst, ']'), i + 1, nil
+			}
+			return dst, i, errAt(i, describe(s, i)+" after array element")
+		}
+	case c == '"':
+		end, err := scanString(s, i)
+		if err != nil {
+			return dst, end, err
+		}
+		return append(dst, s[i:end]...), end, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, _, err := scanNumber(s, i)
+		if err != nil {
+			return dst, end, err
+		}
+		return append(dst, s[i:end]...), end, nil
+	case c == 't':
+		return literal(dst, s, i, "true")
+	case c == 'f':
+		return literal(dst, s, i, "false")
+	case c == 'n':
+		return literal(dst, s, i, "null")
+	default:
+		return dst, i, errAt(i, describe(s, i)+" looking for beginning of value")
+	}
+}
+
+func literal(dst []byte, s string, i int, lit string) ([]byte, int, error) {
+	if len(s)-i >= len(lit) && s[i:i+len(lit)] == lit {
+		return append(dst, lit...), i + len(lit), nil
+	}
+	return dst, i, errAt(i, describe(s, i)+" in literal "+lit)
+}
+
+// scanString validates the JSON string starting at s[i] == '"' and returns the index just past its closing quote.
+func scanString(s string, i int) (int, error) {
+	start := i
+	i++
+	for i < len(s) {
+		c := s[i]
+		switch {
+		case c == '"':
+			return i + 1, nil
+		case c == '\\':
+			if i+1 >= len(s) {
+				return i, errAt(i, "unexpected end of JSON in string escape")
+			}
+			switch s[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			case 'u':
+				if i+6 > len(s) {
+					return i, errAt(i, "unexpected end of JSON in \\u escape")
+				}
+				for k := i + 2; k < i+6; k++ {
+					if unhex(s[k]) < 0 {
+						return k, errAt(k, describe(s, k)+" in \\u hexadecimal character escape")
+					}
+				}
+				i += 6
+			default:
+				return i + 1, errAt(i+1, describe(s, i+1)+" in string escape code")
+			}
+		case c < 0x20:
+			return i, errAt(i, describe(s, i)+" in string literal")
+		default:
+			i++
+		}
+	}
+	return start, errAt(start, "unterminated string")
+}
+
+// scanNumber validates the JSON number at s[i:] and returns its end and whether it is an integer (no fraction or
+// exponent).
+func scanNumber(s string, i int) (end int, integer bool, err error) {
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case i < len(s) && s[i] >= '1' && s[i] <= '9':
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	default:
+		return i, false, errAt(i, describe(s, i)+" in numeric literal")
+	}
+	integer = true
+	if i < len(s) && s[i] == '.' {
+		integer = false
+		i++
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return i, false, errAt(i, describe(s, i)+" after decimal point in numeric literal")
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		integer = false
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if i >= len(s) || s[i] < '0' || s[i] > '9' {
+			return i, false, errAt(i, describe(s, i)+" in exponent of numeric literal")
+		}
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+		}
+	}
+	return i, integer, nil
+}
+
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
+}
+
+// unquote decodes a JSON string literal that scanString accepted (quotes included). Lone surrogates become U+FFFD,
+// as encoding/json does.
+func unquote(lit string) string {
+	body := lit[1 : len(lit)-1]
+	k := 0
+	for k < len(body) && body[k] != '\\' {
+		k++
+	}
+	if k == len(body) {
+		return body
+	}
+	b := make([]byte, 0, len(body))
+	b = append(b, body[:k]...)
+	for k < len(body) {
+		c := body[k]
+		if c != '\\' {
+			b = append(b, c)
+			k++
+			continue
+		}
+		switch body[k+1] {
+		case '"', '\\', '/':
+			b = append(b, body[k+1])
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			r := hex4(body[k+2 : k+6])
+			k += 6
+			if r >= 0xD800 && r < 0xDC00 && k+6 <= len(body) && body[k] == '\\' && body[k+1] == 'u' {
+				if r2 := hex4(body[k+2 : k+6]); r2 >= 0xDC00 && r2 < 0xE000 {
+					r = (r-0xD800)<<10 | (r2 - 0xDC00) + 0x10000
+					k += 6
+				}
+			}
+			if r >= 0xD800 && r < 0xE000 {
+				r = utf8.RuneError
+			}
+			b = utf8.AppendRune(b, rune(r))
+			continue
+		}
+		k += 2
+	}
+	return string(b)
+}
+
+func hex4(h string) int {
+	return unhex(h[0])<<12 | unhex(h[1])<<8 | unhex(h[2])<<4 | unhex(h[3])
+}
+
+// appendQuoted appends s as a JSON string literal. Non-ASCII text is kept as UTF-8 (like Python's
+// ensure_ascii=False); invalid UTF-8 becomes U+FFFD so the output is always valid JSON.
+func appendQuoted(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
+			i++
+			continue
+		}
+		if c < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				const hexDigits = "0123456789abcdef"
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\ufffd"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// value is a decoded JSON value, used for the (small, rarely changing) tool specifications.
+type value struct {
+	kind byte // 'o' object, 'a' array, 's' string, 'n' number, 'b' bool, 'z' null
+	str  string
+	arr  []value
+	obj  []member
+}
+
+type member struct {
+	key string
+	val value
+}
+
+func (v *value) get(key string) *value {
+	for i := range v.obj {
+		if v.obj[i].key == key {
+			return &v.obj[i].val
+		}
+	}
+	return nil
+}
+
+// decodeValue decodes the JSON value at s[i:] into a value tree.
+func decodeValue(s string, i int, depth int) (value, int, error) {
+	i = skipSpace(s, i)
+	if i >= len(s) {
+		return value{}, i, errAt(i, "unexpected end of JSON")
+	}
+	if depth >= maxDepth {
+		return value{}, i, errAt(i, "JSON nested too deeply")
+	}
+	switch c := s[i]; {
+	case c == '{':
+		v := value{kind: 'o'}
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == '}' {
+			return v, i + 1, nil
+		}
+		for {
+			i = skipSpace(s, i)
+			if i >= len(s) || s[i] != '"' {
+				return v, i, errAt(i, describe(s, i)+" looking for beginning of object key string")
+			}
+			end, err := scanString(s, i)
+			if err != nil {
+				return v, end, err
+			}
+			key := unquote(s[i:end])
+			i = skipSpace(s, end)
+			if i >= len(s) || s[i] != ':' {
+				return v, i, errAt(i, describe(s, i)+" after object key")
+			}
+			var el value
+			el, i, err = decodeValue(s, i+1, depth+1)
+			if err != nil {
+				return v, i, err
+			}
+			v.obj = append(v.obj, member{key, el})
+			i = skipSpace(s, i)
+			if i < len(s) && s[i] == ',' {
+				i++
+				continue
+			}
+			if i < len(s) && s[i] == '}' {
+				return v, i + 1, nil
+			}
+			return v, i, errAt(i, describe(s, i)+" after object key:value pair")
+		}
+	case c == '[':
+		v := value{kind: 'a'}
+		i = skipSpace(s, i+1)
+		if i < len(s) && s[i] == ']' {
+			return v, i + 1, nil
+		}
+		for {
+			el, j, err := decodeValue(s, i, depth+1)
+			if err != nil {
+				return v, j, err
+			}
+			v.arr = append(v.arr, el)
+			i = skipSpace(s, j)
+			if i < len(s) && s[i] == ',' {
+				i++
+				continue
+			}
+			if i < len(s) && s[i] == ']' {
+				return v, i + 1, nil
+			}
+			return v, i, errAt(i, describe(s, i)+" after array element")
+		}
+	case c == '"':
+		end, err := scanString(s, i)
+		if err != nil {
+			return value{}, end, err
+		}
+		return value{kind: 's', str: unquote(s[i:end])}, end, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		end, _, err := scanNumber(s, i)
+		if err != nil {
+			return value{}, end, err
+		}
+		return value{kind: 'n', str: s[i:end]}, end, nil
+	default:
+		for _, lit := range [...]string{"true", "false", "null"} {
+			if len(s)-i >= len(lit) && s[i:i+len(lit)] == lit {
+				if lit == "null" {
+					return value{kind: 'z'}, i + len(lit), nil
+				}
+				return value{kind: 'b', str: lit}, i + len(lit), nil
+			}
+		}
+		return value{}, i, errAt(i, describe(s, i)+" looking for beginning of value")
+	}
+}
+
+// compactAll checks that s is exactly one JSON value (surrounding whitespace allowed) and appends its compact
+// form to dst.
+func compactAll(dst []byte, s string) ([]byte, error) {
+	out, i, err := compactValue(dst, s, 0, 0)
+	if err != nil {
+		return dst, err
+	}
+	if i = skipSpace(s, i); i != len(s) {
+		return dst, errAt(i, describe(s, i)+" after top-level value")
+	}
+	return out, nil
+}

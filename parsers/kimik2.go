@@ -1,0 +1,129 @@
+package parsers
+
+import "strings"
+
+// kimi_k2: Kimi K2 special-token tool calls.
+//
+//	<|tool_calls_section_begin|>
+//	<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>
+//	<|tool_calls_section_end|>
+//
+// The call id must be functions.NAME:INDEX (the index is the model's own counter and is not used; our ids are
+// call_0000, ...). Only whitespace may separate the calls of a section. Text outside sections is normal text.
+
+const (
+	kimiSectionBegin = "<|tool_calls_section_begin|>"
+	kimiSectionEnd   = "<|tool_calls_section_end|>"
+	kimiCallBegin    = "<|tool_call_begin|>"
+	kimiArgBegin     = "<|tool_call_argument_begin|>"
+	kimiCallEnd      = "<|tool_call_end|>"
+	kimiFunctions    = "functions."
+)
+
+func scanKimiK2(st *state, seg segment) {
+	t := st.text[:seg.hi]
+	i := seg.lo
+	for {
+		o := strings.Index(t[i:], kimiSectionBegin)
+		if o < 0 {
+			return
+		}
+		secLo := i + o
+		i = secLo + len(kimiSectionBegin)
+		cutLo := secLo
+		for {
+			j := skipSpace(t, i)
+			if strings.HasPrefix(t[j:], kimiSectionEnd) {
+				st.cut(cutLo, j+len(kimiSectionEnd))
+				i = j + len(kimiSectionEnd)
+				break
+			}
+			if j >= len(t) {
+				st.cut(cutLo, len(t))
+				st.fail(ReasonUnclosedTag, "", "<|tool_calls_section_begin|> is never closed by <|tool_calls_section_end|>", secLo, len(t))
+				return
+			}
+			if !strings.HasPrefix(t[j:], kimiCallBegin) {
+				// Stray text inside the section: the rest of the section is one malformed call.
+				end := strings.Index(t[j:], kimiSectionEnd)
+				hi := len(t)
+				if end >= 0 {
+					hi = j + end
+				}
+				st.fail(ReasonMalformedCall, "", "unexpected text inside the tool-calls section (want <|tool_call_begin|>)", j, hi)
+				if end < 0 {
+					st.cut(cutLo, len(t))
+					return
+				}
+				i = hi
+				continue
+			}
+			lo := j
+			e := strings.Index(t[lo:], kimiCallEnd)
+			if e < 0 {
+				st.cut(cutLo, len(t))
+				st.fail(ReasonUnclosedTag, "", "<|tool_call_begin|> is never closed by <|tool_call_end|>", lo, len(t))
+				return
+			}
+			hi := lo + e + len(kimiCallEnd)
+			st.kimiCall(t[lo+len(kimiCallBegin):lo+e], lo, hi)
+			i = hi
+		}
+	}
+}
+
+// kimiCall parses "functions.NAME:IDX<|tool_call_argument_begin|>{json}".
+func (st *state) kimiCall(body string, lo, hi int) {
+	a := strings.Index(body, kimiArgBegin)
+	if a < 0 {
+		st.fail(ReasonMalformedCall, "", "the tool call has no <|tool_call_argument_begin|>", lo, hi)
+		return
+	}
+	id := strings.TrimSpace(body[:a])
+	if allDigits(id) {
+		st.fail(ReasonMissingName, "", "tool call id "+quote(id)+" has no function name (want functions.NAME:INDEX)", lo, hi)
+		return
+	}
+	colon := strings.LastIndexByte(id, ':')
+	if colon < 0 || !allDigits(id[colon+1:]) {
+		st.fail(ReasonMalformedCall, "", "bad tool call id "+quote(id)+" (want functions.NAME:INDEX)", lo, hi)
+		return
+	}
+	qualified := id[:colon]
+	if !strings.HasPrefix(qualified, kimiFunctions) {
+		if qualified == "" {
+			st.fail(ReasonMissingName, "", "tool call id "+quote(id)+" has no function name (want functions.NAME:INDEX)", lo, hi)
+		} else {
+			st.fail(ReasonMalformedCall, "", "bad tool call id "+quote(id)+" (want functions.NAME:INDEX)", lo, hi)
+		}
+		return
+	}
+	name := qualified[len(kimiFunctions):]
+	if !validName(name) {
+		st.fail(ReasonMissingName, "", "tool call id "+quote(id)+" has no valid function name", lo, hi)
+		return
+	}
+	var err error
+	st.buf, err = compactAll(st.buf[:0], body[a+len(kimiArgBegin):])
+	if err != nil {
+		st.fail(ReasonMalformedJSON, name, "malformed JSON in arguments: "+err.Error(), lo, hi)
+		return
+	}
+	if st.buf[0] != '{' {
+		st.fail(ReasonBadArguments, name, "the arguments are a JSON "+jsonKind(string(st.buf))+", not an object", lo, hi)
+		return
+	}
+	st.call(name, string(st.buf), lo, hi)
+}
+
+func allDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,142 @@
+package parsers
+
+import (
+	"encoding/json"
+	"strconv"
+)
+
+// Reason says why a tool call could not be parsed. Reasons are stable strings: trajectories count parse errors
+// per reason, and the runtime turns each error into a tool error result that carries the raw text.
+type Reason string
+
+// The reasons a tool call is rejected. Parsers never repair a call: each rejected call yields exactly one Error.
+const (
+	// ReasonMalformedJSON: the call's JSON (the call object, or its arguments) is not valid JSON.
+	ReasonMalformedJSON Reason = "malformed_json"
+	// ReasonUnknownTool: the call names a tool that is not in the tool specs given to the parser.
+	ReasonUnknownTool Reason = "unknown_tool"
+	// ReasonMissingName: the call has no tool name, an empty one, or a name that is not a string.
+	ReasonMissingName Reason = "missing_name"
+	// ReasonBadArguments: the arguments are not a JSON object, a key repeats, or a value does not have the type
+	// the tool's JSON schema declares (or cannot be coerced to it, for the XML formats).
+	ReasonBadArguments Reason = "bad_arguments"
+	// ReasonUnclosedTag: a call's markup opens but never closes (typically a completion cut at max_new_tokens).
+	ReasonUnclosedTag Reason = "unclosed_tag"
+	// ReasonMalformedCall: the markup of a call is not what the format prescribes (stray text between
+	// parameters, a JSON list instead of an object, a bad call id, ...).
+	ReasonMalformedCall Reason = "malformed_call"
+)
+
+// Call is one well-formed tool call.
+type Call struct {
+	// ID is "call_0000", "call_0001", ... in order of appearance in the completion, counting rejected calls
+	// (Errors) too, so that sorting calls and errors by ID restores the model's order.
+	ID string
+	// Name is the tool name.
+	Name string
+	// Arguments is a compact JSON object (insignificant whitespace removed, key order and string escapes kept as
+	// the model wrote them, or the values coerced by the tool schema for the XML formats).
+	Arguments json.RawMessage
+	// Span is the call's markup as byte offsets [start, end) into the parsed text.
+	Span [2]int
+}
+
+// Error is one rejected tool call.
+type Error struct {
+	// ID is the call id this rejected call takes in the response (see Call.ID).
+	ID string
+	// Reason is the machine-readable cause.
+	Reason Reason
+	// Name is the tool name when it could be read, else "".
+	Name string
+	// Detail is a human-readable explanation (what and where), suitable for feeding back to the model.
+	Detail string
+	// Raw is the rejected markup, verbatim: Raw == text[Span[0]:Span[1]].
+	Raw string
+	// Span is the rejected markup as byte offsets [start, end) into the parsed text.
+	Span [2]int
+}
+
+// Result is what a parser extracts from one completion.
+type Result struct {
+	// Calls are the well-formed calls, in order of appearance.
+	Calls []Call
+	// NormalText is the completion with every tool-call block (well-formed or not) cut out, trimmed of
+	// surrounding whitespace. Think blocks are kept: the parser does not separate reasoning from content.
+	NormalText string
+	// Errors are the rejected calls, in order of appearance.
+	Errors []Error
+}
+
+// callID formats the n-th call id of a response: call_0000, call_0001, ...
+func callID(n int) string {
+	if n >= 10000 {
+		return "call_" + strconv.Itoa(n)
+	}
+	b := [9]byte{'c', 'a', 'l', 'l', '_', '0', '0', '0', '0'}
+	for i := 8; n > 0; i-- {
+		b[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return string(b[:])
+}
+
+// AppendJSON appends r as the JSON document that parser plugins return and `agentrt parse` prints:
+//
+//	{"calls":[{"id","name","arguments","span":[s,e]}],"normal_text":"...",
+//	 "errors":[{"id","reason","name","detail","raw","span":[s,e]}]}
+//
+// calls and errors are always arrays (possibly empty); "name" of an error is omitted when unknown.
+func (r *Result) AppendJSON(dst []byte) []byte {
+	dst = append(dst, `{"calls":[`...)
+	for i := range r.Calls {
+		c := &r.Calls[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = appendQuoted(dst, c.ID)
+		dst = append(dst, `,"name":`...)
+		dst = appendQuoted(dst, c.Name)
+		dst = append(dst, `,"arguments":`...)
+		if len(c.Arguments) == 0 {
+			dst = append(dst, "{}"...)
+		} else {
+			dst = append(dst, c.Arguments...)
+		}
+		dst = appendSpan(dst, c.Span)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, `],"normal_text":`...)
+	dst = appendQuoted(dst, r.NormalText)
+	dst = append(dst, `,"errors":[`...)
+	for i := range r.Errors {
+		e := &r.Errors[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"id":`...)
+		dst = appendQuoted(dst, e.ID)
+		dst = append(dst, `,"reason":`...)
+		dst = appendQuoted(dst, string(e.Reason))
+		if e.Name != "" {
+			dst = append(dst, `,"name":`...)
+			dst = appendQuoted(dst, e.Name)
+		}
+		dst = append(dst, `,"detail":`...)
+		dst = appendQuoted(dst, e.Detail)
+		dst = append(dst, `,"raw":`...)
+		dst = appendQuoted(dst, e.Raw)
+		dst = appendSpan(dst, e.Span)
+		dst = append(dst, '}')
+	}
+	return append(dst, "]}"...)
+}
+
+func appendSpan(dst []byte, s [2]int) []byte {
+	dst = append(dst, `,"span":[`...)
+	dst = strconv.AppendInt(dst, int64(s[0]), 10)
+	dst = append(dst, ',')
+	dst = strconv.AppendInt(dst, int64(s[1]), 10)
+	return append(dst, ']')
+}
