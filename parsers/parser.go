@@ -102,9 +102,9 @@ type state struct {
 	text  string
 	tools *Tools
 	res   Result
-	n     int      // next call id
+	n     int       // next call id
 	cuts  []segment // tool-call markup removed from the normal text
-	buf   []byte   // scratch
+	buf   []byte    // scratch
 }
 
 func (st *state) cut(lo, hi int) {
