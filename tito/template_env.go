@@ -1,0 +1,242 @@
+package tito
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nikolalohinski/gonja/v2/builtins"
+	"github.com/nikolalohinski/gonja/v2/exec"
+)
+
+// newEnvironment builds the engine environment of transformers' chat templates. Each ChatTemplate gets its own
+// copy of the filter and test tables, so nothing here touches the engine's package-level defaults.
+func newEnvironment(now func() time.Time) *exec.Environment {
+	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
+	_ = filters.Replace("tojson", filterToJSON)
+	_ = filters.Replace("items", filterItems)
+	tests := exec.NewTestSet(map[string]exec.TestFunction{}).Update(builtins.Tests)
+	_ = tests.Replace("true", testTrue)
+	_ = tests.Replace("false", testFalse)
+	globals := exec.EmptyContext().Update(builtins.GlobalFunctions).Update(builtins.GlobalVariables)
+	globals.Set("range", rangeFunction)
+	globals.Set("dict", dictFunction)
+	globals.Set("strftime_now", func(format *exec.Value) (string, error) {
+		return strftime(now(), format.String()), nil
+	})
+	return &exec.Environment{
+		Context:           globals,
+		Filters:           filters,
+		Tests:             tests,
+		ControlStructures: builtins.ControlStructures,
+		Methods:           builtins.Methods,
+	}
+}
+
+// filterToJSON is transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None,
+// sort_keys=False), with those parameters also accepted positionally in that order.
+func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	names := []string{"ensure_ascii", "indent", "separators", "sort_keys"}
+	args := map[string]*exec.Value{}
+	for i, a := range params.Args {
+		if i >= len(names) {
+			return exec.AsValue(errors.New("tojson: too many positional arguments"))
+		}
+		args[names[i]] = a
+	}
+	for k, v := range params.KwArgs {
+		if !containsStr(names, k) {
+			return exec.AsValue(fmt.Errorf("tojson: unexpected keyword argument %q", k))
+		}
+		args[k] = v
+	}
+	o := pyJSON{itemSep: ", ", keySep: ": "}
+	if v := args["ensure_ascii"]; v != nil {
+		o.ensureASCII = v.IsTrue()
+	}
+	if v := args["sort_keys"]; v != nil {
+		o.sortKeys = v.IsTrue()
+	}
+	if v := args["indent"]; v != nil && !v.IsNil() {
+		var ind string
+		switch {
+		case v.IsString():
+			ind = v.String()
+		case v.IsInteger():
+			ind = strings.Repeat(" ", max(v.Integer(), 0))
+		default:
+			return exec.AsValue(fmt.Errorf("tojson: indent must be an int or a string"))
+		}
+		o.indent = &ind
+		o.itemSep = ","
+	}
+	if v := args["separators"]; v != nil && !v.IsNil() {
+		if !v.IsList() || v.Len() != 2 {
+			return exec.AsValue(errors.New("tojson: separators must be a pair of strings"))
+		}
+		o.itemSep, o.keySep = exec.ToValue(v.Index(0)).String(), exec.ToValue(v.Index(1)).String()
+	}
+	s, err := o.dumps(in)
+	if err != nil {
+		return exec.AsValue(err)
+	}
+	return exec.AsSafeValue(s)
+}
+
+func containsStr(list []string, s string) bool {
+	for _, e := range list {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+// filterItems is Jinja's items filter: (key, value) pairs of a mapping in its order, nothing for undefined.
+func filterItems(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	if len(params.Args) > 0 || len(params.KwArgs) > 0 {
+		return exec.AsValue(errors.New("items takes no arguments"))
+	}
+	if in.IsNil() {
+		return exec.AsValue([]any{})
+	}
+	if !in.IsDict() {
+		return exec.AsValue(fmt.Errorf("can only get item pairs from a mapping"))
+	}
+	var out []any
+	for _, k := range in.Keys() {
+		v, _ := in.GetItem(k.Interface())
+		out = append(out, []any{k.Interface(), v.Interface()})
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return exec.AsValue(out)
+}
+
+// testTrue and testFalse are Jinja's "is true" / "is false": identity with the booleans, so that an undefined or
+// non-boolean value is neither.
+func testTrue(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+	return in.IsBool() && in.Bool(), nil
+}
+
+func testFalse(_ *exec.Context, in *exec.Value, _ *exec.VarArgs) (bool, error) {
+	return in.IsBool() && !in.Bool(), nil
+}
+
+// rangeFunction is Python's range as a list (the engine's own streams through a goroutine that leaks when a loop
+// breaks early).
+func rangeFunction(params *exec.VarArgs) (*exec.Value, error) {
+	var nums []int
+	for _, a := range params.Args {
+		if !a.IsInteger() {
+			return nil, errors.New("range: arguments must be integers")
+		}
+		nums = append(nums, a.Integer())
+	}
+	start, stop, step := 0, 0, 1
+	switch len(nums) {
+	case 1:
+		stop = nums[0]
+	case 2:
+		start, stop = nums[0], nums[1]
+	case 3:
+		start, stop, step = nums[0], nums[1], nums[2]
+	default:
+		return nil, errors.New("range: expected 1 to 3 integer arguments")
+	}
+	if step == 0 {
+		return nil, errors.New("range: step must not be zero")
+	}
+	out := []any{}
+	for i := start; (step > 0 && i < stop) || (step < 0 && i > stop); i += step {
+		if len(out) >= 1_000_000 {
+			return nil, errors.New("range: too many items")
+		}
+		out = append(out, i)
+	}
+	return exec.AsValue(out), nil
+}
+
+// dictFunction is dict(**kwargs), with keys in sorted order (the engine does not keep keyword order).
+func dictFunction(params *exec.VarArgs) *exec.Value {
+	keys := make([]string, 0, len(params.KwArgs))
+	for k := range params.KwArgs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	d := exec.NewDict()
+	for _, k := range keys {
+		d.Pairs = append(d.Pairs, &exec.Pair{Key: exec.AsValue(k), Value: params.KwArgs[k]})
+	}
+	return exec.AsValue(d)
+}
+
+// strftime formats t as Python's datetime.strftime does for the directives chat templates use.
+func strftime(t time.Time, format string) string {
+	var b strings.Builder
+	for i := 0; i < len(format); i++ {
+		c := format[i]
+		if c != '%' || i+1 == len(format) {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		switch format[i] {
+		case 'a':
+			b.WriteString(t.Format("Mon"))
+		case 'A':
+			b.WriteString(t.Format("Monday"))
+		case 'b', 'h':
+			b.WriteString(t.Format("Jan"))
+		case 'B':
+			b.WriteString(t.Format("January"))
+		case 'd':
+			fmt.Fprintf(&b, "%02d", t.Day())
+		case 'e':
+			fmt.Fprintf(&b, "%2d", t.Day())
+		case 'm':
+			fmt.Fprintf(&b, "%02d", int(t.Month()))
+		case 'y':
+			fmt.Fprintf(&b, "%02d", t.Year()%100)
+		case 'Y':
+			fmt.Fprintf(&b, "%d", t.Year())
+		case 'H':
+			fmt.Fprintf(&b, "%02d", t.Hour())
+		case 'I':
+			h := t.Hour() % 12
+			if h == 0 {
+				h = 12
+			}
+			fmt.Fprintf(&b, "%02d", h)
+		case 'M':
+			fmt.Fprintf(&b, "%02d", t.Minute())
+		case 'S':
+			fmt.Fprintf(&b, "%02d", t.Second())
+		case 'p':
+			b.WriteString(t.Format("PM"))
+		case 'j':
+			fmt.Fprintf(&b, "%03d", t.YearDay())
+		case 'w':
+			fmt.Fprintf(&b, "%d", int(t.Weekday()))
+		case 'Z':
+			b.WriteString(t.Format("MST"))
+		case 'z':
+			b.WriteString(t.Format("-0700"))
+		case '%':
+			b.WriteByte('%')
+		default:
+			b.WriteByte('%')
+			b.WriteByte(format[i])
+		}
+	}
+	return b.String()
+}
