@@ -67,9 +67,9 @@ var deviations = map[int]deviation{
 	4:   {why: whyEscaped, noCall: true, errors: []Reason{ReasonBadArguments}},
 	6:   {why: whyEscaped, noCall: true, errors: []Reason{ReasonBadArguments}},
 	7:   {why: whyUnknown, errors: []Reason{ReasonUnknownTool}},
-	11:  {why: whyEscaped, noCall: true, errors: []Reason{ReasonMalformedCall}},
-	13:  {why: whyEscaped, noCall: true, errors: []Reason{ReasonMalformedCall}},
-	15:  {why: whyEscaped, noCall: true, errors: []Reason{ReasonMalformedCall}},
+	11:  {why: whyEscaped, noCall: true, errors: []Reason{ReasonInvalidFormat}},
+	13:  {why: whyEscaped, noCall: true, errors: []Reason{ReasonInvalidFormat}},
+	15:  {why: whyEscaped, noCall: true, errors: []Reason{ReasonInvalidFormat}},
 	16:  {why: whyUnknown, errors: []Reason{ReasonUnknownTool}},
 	21:  {why: "llama3 malformed JSON: SGLang skips the broken object and builds a call from a fragment found by scanning for the next {\"name\": (a repair); we report malformed_json with the rest of the text", noCall: true, errors: []Reason{ReasonMalformedJSON}},
 	27:  {why: whyTrim, normal: str("Some intro.")},
@@ -299,7 +299,7 @@ func checkInvariants(t *testing.T, text string, r Result) {
 		if e.Span[0] < 0 || e.Span[1] > len(text) || e.Span[0] > e.Span[1] || text[e.Span[0]:e.Span[1]] != e.Raw {
 			t.Errorf("error %s: raw %q is not text[%d:%d]", e.ID, e.Raw, e.Span[0], e.Span[1])
 		}
-		if e.Reason == "" || e.Detail == "" {
+		if e.Reason == "" || e.Message == "" {
 			t.Errorf("error %s: empty reason or detail: %+v", e.ID, e)
 		}
 	}

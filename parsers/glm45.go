@@ -62,7 +62,7 @@ func (st *state) glmCall(body string, lo, hi int) {
 		return
 	}
 	if !validName(name) {
-		st.fail(ReasonMalformedCall, "", "bad function name "+quote(name), lo, hi)
+		st.fail(ReasonInvalidFormat, "", "bad function name "+quote(name), lo, hi)
 		return
 	}
 	t := st.tools.lookup(name)
@@ -78,7 +78,7 @@ func (st *state) glmCall(body string, lo, hi int) {
 			break
 		}
 		if !strings.HasPrefix(body[i:], argKeyOpen) {
-			st.fail(ReasonMalformedCall, name, "unexpected text "+quote(clip(body[i:]))+" in tool call (want <arg_key>)", lo, hi)
+			st.fail(ReasonInvalidFormat, name, "unexpected text "+quote(clip(body[i:]))+" in tool call (want <arg_key>)", lo, hi)
 			return
 		}
 		kLo := i + len(argKeyOpen)
@@ -90,7 +90,7 @@ func (st *state) glmCall(body string, lo, hi int) {
 		key := strings.TrimSpace(body[kLo : kLo+kEnd])
 		i = skipSpace(body, kLo+kEnd+len(argKeyClose))
 		if !strings.HasPrefix(body[i:], argValueOpen) {
-			st.fail(ReasonMalformedCall, name, "<arg_key>"+key+"</arg_key> is not followed by <arg_value>", lo, hi)
+			st.fail(ReasonInvalidFormat, name, "<arg_key>"+key+"</arg_key> is not followed by <arg_value>", lo, hi)
 			return
 		}
 		vLo := i + len(argValueOpen)

@@ -55,7 +55,7 @@ func (st *state) jsonCall(body string, lo, hi int) {
 // objectCall handles a compact, valid JSON value that should be a call object.
 func (st *state) objectCall(obj string, lo, hi int) {
 	if obj[0] != '{' {
-		st.fail(ReasonMalformedCall, "", "the tool call is a JSON "+jsonKind(obj)+", not an object", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "the tool call is a JSON "+jsonKind(obj)+", not an object", lo, hi)
 		return
 	}
 	var name, args, argsKey string
@@ -68,7 +68,7 @@ func (st *state) objectCall(obj string, lo, hi int) {
 		switch key {
 		case "name":
 			if hasName {
-				st.fail(ReasonMalformedCall, "", `the tool call has two "name" keys`, lo, hi)
+				st.fail(ReasonInvalidFormat, "", `the tool call has two "name" keys`, lo, hi)
 				return
 			}
 			hasName = true

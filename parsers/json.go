@@ -240,24 +240,30 @@ func unhex(c byte) int {
 	return -1
 }
 
-// unquote decodes a JSON string literal that scanString accepted (quotes included). Lone surrogates become U+FFFD,
-// as encoding/json does.
+// unquote decodes a JSON string literal that scanString accepted (quotes included). Lone surrogates and invalid
+// UTF-8 become U+FFFD, as in encoding/json.
 func unquote(lit string) string {
 	body := lit[1 : len(lit)-1]
 	k := 0
 	for k < len(body) && body[k] != '\\' {
 		k++
 	}
-	if k == len(body) {
+	if k == len(body) && utf8.ValidString(body) {
 		return body
 	}
 	b := make([]byte, 0, len(body))
-	b = append(b, body[:k]...)
+	k = 0
 	for k < len(body) {
 		c := body[k]
 		if c != '\\' {
-			b = append(b, c)
-			k++
+			if c < utf8.RuneSelf {
+				b = append(b, c)
+				k++
+				continue
+			}
+			r, size := utf8.DecodeRuneInString(body[k:])
+			b = utf8.AppendRune(b, r) // invalid bytes become U+FFFD, one per byte, as in encoding/json
+			k += size
 			continue
 		}
 		switch body[k+1] {

@@ -31,6 +31,7 @@ func scanKimiK2(st *state, seg segment) {
 		secLo := i + o
 		i = secLo + len(kimiSectionBegin)
 		cutLo := secLo
+		sawCall := false
 		for {
 			j := skipSpace(t, i)
 			if strings.HasPrefix(t[j:], kimiSectionEnd) {
@@ -39,8 +40,12 @@ func scanKimiK2(st *state, seg segment) {
 				break
 			}
 			if j >= len(t) {
+				// The section is never closed. Complete calls in it stand (each has its own end marker); a
+				// section without any is an unclosed tag.
 				st.cut(cutLo, len(t))
-				st.fail(ReasonUnclosedTag, "", "<|tool_calls_section_begin|> is never closed by <|tool_calls_section_end|>", secLo, len(t))
+				if !sawCall {
+					st.fail(ReasonUnclosedTag, "", "<|tool_calls_section_begin|> is never closed by <|tool_calls_section_end|>", secLo, len(t))
+				}
 				return
 			}
 			if !strings.HasPrefix(t[j:], kimiCallBegin) {
@@ -50,7 +55,7 @@ func scanKimiK2(st *state, seg segment) {
 				if end >= 0 {
 					hi = j + end
 				}
-				st.fail(ReasonMalformedCall, "", "unexpected text inside the tool-calls section (want <|tool_call_begin|>)", j, hi)
+				st.fail(ReasonInvalidFormat, "", "unexpected text inside the tool-calls section (want <|tool_call_begin|>)", j, hi)
 				if end < 0 {
 					st.cut(cutLo, len(t))
 					return
@@ -67,6 +72,7 @@ func scanKimiK2(st *state, seg segment) {
 			}
 			hi := lo + e + len(kimiCallEnd)
 			st.kimiCall(t[lo+len(kimiCallBegin):lo+e], lo, hi)
+			sawCall = true
 			i = hi
 		}
 	}
@@ -76,7 +82,7 @@ func scanKimiK2(st *state, seg segment) {
 func (st *state) kimiCall(body string, lo, hi int) {
 	a := strings.Index(body, kimiArgBegin)
 	if a < 0 {
-		st.fail(ReasonMalformedCall, "", "the tool call has no <|tool_call_argument_begin|>", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "the tool call has no <|tool_call_argument_begin|>", lo, hi)
 		return
 	}
 	id := strings.TrimSpace(body[:a])
@@ -86,7 +92,7 @@ func (st *state) kimiCall(body string, lo, hi int) {
 	}
 	colon := strings.LastIndexByte(id, ':')
 	if colon < 0 || !allDigits(id[colon+1:]) {
-		st.fail(ReasonMalformedCall, "", "bad tool call id "+quote(id)+" (want functions.NAME:INDEX)", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "bad tool call id "+quote(id)+" (want functions.NAME:INDEX)", lo, hi)
 		return
 	}
 	qualified := id[:colon]
@@ -94,7 +100,7 @@ func (st *state) kimiCall(body string, lo, hi int) {
 		if qualified == "" {
 			st.fail(ReasonMissingName, "", "tool call id "+quote(id)+" has no function name (want functions.NAME:INDEX)", lo, hi)
 		} else {
-			st.fail(ReasonMalformedCall, "", "bad tool call id "+quote(id)+" (want functions.NAME:INDEX)", lo, hi)
+			st.fail(ReasonInvalidFormat, "", "bad tool call id "+quote(id)+" (want functions.NAME:INDEX)", lo, hi)
 		}
 		return
 	}

@@ -33,7 +33,7 @@ func scanLlama3(st *state, seg segment) {
 		if i >= len(t) || t[i] != '{' {
 			if tagged {
 				st.cut(lo, len(t))
-				st.fail(ReasonMalformedCall, "", "<|python_tag|> is not followed by a JSON tool call object", lo, len(t))
+				st.fail(ReasonInvalidFormat, "", "<|python_tag|> is not followed by a JSON tool call object", lo, len(t))
 			}
 			return
 		}

@@ -137,7 +137,7 @@ func (st *state) call(name string, args string, lo, hi int) {
 
 func (st *state) fail(reason Reason, name, detail string, lo, hi int) {
 	st.res.Errors = append(st.res.Errors, Error{
-		ID: callID(st.n), Reason: reason, Name: name, Detail: detail, Raw: st.text[lo:hi], Span: [2]int{lo, hi},
+		ID: callID(st.n), Reason: reason, Name: name, Message: detail, Raw: st.text[lo:hi], Span: [2]int{lo, hi},
 	})
 	st.n++
 }

@@ -70,17 +70,17 @@ func (st *state) qwenBlock(bLo, bHi, lo, hi int) {
 	t := st.text[:bHi]
 	i := skipSpace(t, bLo)
 	if i >= bHi {
-		st.fail(ReasonMalformedCall, "", "empty <tool_call> block", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "empty <tool_call> block", lo, hi)
 		return
 	}
 	if !strings.HasPrefix(t[i:], functionOpen) {
-		st.fail(ReasonMalformedCall, "", "<tool_call> does not start with <function=NAME>", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "<tool_call> does not start with <function=NAME>", lo, hi)
 		return
 	}
 	single := strings.Count(t[bLo:], functionOpen) == 1
 	for i < bHi {
 		if !strings.HasPrefix(t[i:], functionOpen) {
-			st.fail(ReasonMalformedCall, "", "unexpected text "+quote(clip(t[i:]))+" between functions (want <function=NAME>)", i, bHi)
+			st.fail(ReasonInvalidFormat, "", "unexpected text "+quote(clip(t[i:]))+" between functions (want <function=NAME>)", i, bHi)
 			return
 		}
 		fLo := i
@@ -106,7 +106,7 @@ func (st *state) qwenBlock(bLo, bHi, lo, hi int) {
 func (st *state) qwenFunction(body string, lo, hi int) {
 	gt := strings.IndexByte(body, '>')
 	if gt < 0 {
-		st.fail(ReasonMalformedCall, "", "<function= is not closed by '>'", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "<function= is not closed by '>'", lo, hi)
 		return
 	}
 	name := body[:gt]
@@ -115,7 +115,7 @@ func (st *state) qwenFunction(body string, lo, hi int) {
 		return
 	}
 	if !validName(name) {
-		st.fail(ReasonMalformedCall, "", "bad function name "+quote(clip(name)), lo, hi)
+		st.fail(ReasonInvalidFormat, "", "bad function name "+quote(clip(name)), lo, hi)
 		return
 	}
 	t := st.tools.lookup(name)
@@ -131,13 +131,13 @@ func (st *state) qwenFunction(body string, lo, hi int) {
 			break
 		}
 		if !strings.HasPrefix(body[i:], parameterOpen) {
-			st.fail(ReasonMalformedCall, name, "unexpected text "+quote(clip(body[i:]))+" in function (want <parameter=NAME>)", lo, hi)
+			st.fail(ReasonInvalidFormat, name, "unexpected text "+quote(clip(body[i:]))+" in function (want <parameter=NAME>)", lo, hi)
 			return
 		}
 		pLo := i + len(parameterOpen)
 		pgt := strings.IndexByte(body[pLo:], '>')
 		if pgt < 0 {
-			st.fail(ReasonMalformedCall, name, "<parameter= is not closed by '>'", lo, hi)
+			st.fail(ReasonInvalidFormat, name, "<parameter= is not closed by '>'", lo, hi)
 			return
 		}
 		pname := body[pLo : pLo+pgt]

@@ -22,9 +22,9 @@ const (
 	ReasonBadArguments Reason = "bad_arguments"
 	// ReasonUnclosedTag: a call's markup opens but never closes (typically a completion cut at max_new_tokens).
 	ReasonUnclosedTag Reason = "unclosed_tag"
-	// ReasonMalformedCall: the markup of a call is not what the format prescribes (stray text between
+	// ReasonInvalidFormat: the markup of a call is not what the format prescribes (stray text between
 	// parameters, a JSON list instead of an object, a bad call id, ...).
-	ReasonMalformedCall Reason = "malformed_call"
+	ReasonInvalidFormat Reason = "invalid_format"
 )
 
 // Call is one well-formed tool call.
@@ -49,8 +49,8 @@ type Error struct {
 	Reason Reason
 	// Name is the tool name when it could be read, else "".
 	Name string
-	// Detail is a human-readable explanation (what and where), suitable for feeding back to the model.
-	Detail string
+	// Message is a human-readable explanation (what and where), suitable for feeding back to the model.
+	Message string
 	// Raw is the rejected markup, verbatim: Raw == text[Span[0]:Span[1]].
 	Raw string
 	// Span is the rejected markup as byte offsets [start, end) into the parsed text.
@@ -81,12 +81,13 @@ func callID(n int) string {
 	return string(b[:])
 }
 
-// AppendJSON appends r as the JSON document that parser plugins return and `agentrt parse` prints:
+// AppendJSON appends r as the ParseResult JSON of the plugin ABI (plugins/ABI.md section 5.1):
 //
 //	{"calls":[{"id","name","arguments","span":[s,e]}],"normal_text":"...",
-//	 "errors":[{"id","reason","name","detail","raw","span":[s,e]}]}
+//	 "errors":[{"id","reason","name","message","raw","span":[s,e]}]}
 //
-// calls and errors are always arrays (possibly empty); "name" of an error is omitted when unknown.
+// calls and errors are always arrays (possibly empty); "name" of an error is omitted when unknown. The "id" and
+// "name" of errors are additions to the ABI's ParseError (hosts ignore fields they do not know).
 func (r *Result) AppendJSON(dst []byte) []byte {
 	dst = append(dst, `{"calls":[`...)
 	for i := range r.Calls {
@@ -123,8 +124,8 @@ func (r *Result) AppendJSON(dst []byte) []byte {
 			dst = append(dst, `,"name":`...)
 			dst = appendQuoted(dst, e.Name)
 		}
-		dst = append(dst, `,"detail":`...)
-		dst = appendQuoted(dst, e.Detail)
+		dst = append(dst, `,"message":`...)
+		dst = appendQuoted(dst, e.Message)
 		dst = append(dst, `,"raw":`...)
 		dst = appendQuoted(dst, e.Raw)
 		dst = appendSpan(dst, e.Span)
