@@ -678,7 +678,7 @@ func (e LogprobEntry) appendJSON(b []byte) ([]byte, error) {
 func (e *LogprobEntry) UnmarshalJSON(data []byte) error {
 	// Fast path: hand-parse the triple; fall back to encoding/json for escaped text.
 	p := skipSpace(data)
-	if len(p) >= 4 && string(p[:4]) == "null" {
+	if len(p) >= 4 && string(p[:4]) == "null" && len(skipSpace(p[4:])) == 0 {
 		return nil // encoding/json convention: null is a no-op
 	}
 	if len(p) == 0 || p[0] != '[' {
@@ -726,7 +726,7 @@ func (e *LogprobEntry) UnmarshalJSON(data []byte) error {
 		p = p[4:]
 	} else if len(p) > 0 && p[0] == '"' {
 		end := bytes.IndexByte(p[1:], '"')
-		if end >= 0 && bytes.IndexByte(p[1:1+end], '\\') < 0 {
+		if end >= 0 && bytes.IndexByte(p[1:1+end], '\\') < 0 && utf8.Valid(p[1:1+end]) {
 			s := string(p[1 : 1+end])
 			out.Text = &s
 			p = p[end+2:]
