@@ -73,6 +73,8 @@ type Tokenizer struct {
 	ptr unsafe.Pointer // the Rust tokenizer; nil once closed
 
 	vocab     map[string]int32 // model vocabulary plus added tokens, in their tokenizer.json spelling
+	tokens    []string         // id -> token (the inverse of vocab; "" for unused ids)
+	special   map[int32]bool   // ids of added tokens marked special
 	added     []AddedToken     // added tokens, in id order
 	vocabSize int
 	sha256    string
@@ -158,6 +160,22 @@ func newTokenizer(path string, data []byte) (*Tokenizer, error) {
 		}
 	}
 	t.findNULToken()
+	maxID := int32(-1)
+	for _, id := range vocab {
+		maxID = max(maxID, id)
+	}
+	t.tokens = make([]string, maxID+1)
+	for tok, id := range vocab {
+		if id >= 0 {
+			t.tokens[id] = tok
+		}
+	}
+	t.special = map[int32]bool{}
+	for _, a := range tf.AddedTokens {
+		if a.Special {
+			t.special[a.ID] = true
+		}
+	}
 	return t, nil
 }
 
@@ -339,17 +357,12 @@ func (t *Tokenizer) decodeWithNUL(ids []int32, skipSpecialTokens bool) string {
 }
 
 func (t *Tokenizer) byteLevelDecode(ids []int32, skipSpecialTokens bool) string {
-	tokens := t.idToToken()
-	special := map[int32]bool{}
-	for _, a := range t.added {
-		special[a.ID] = a.Special
-	}
 	var buf []byte
 	for _, id := range ids {
-		tok, ok := tokens[id]
-		if !ok || (skipSpecialTokens && special[id]) {
+		if id < 0 || int(id) >= len(t.tokens) || t.tokens[id] == "" || (skipSpecialTokens && t.special[id]) {
 			continue
 		}
+		tok := t.tokens[id]
 		// As Hugging Face's ByteLevel decoder: a token maps back to bytes rune by rune, or, if any rune is
 		// outside the byte table (an added token with a space, say), contributes its own UTF-8 bytes.
 		mapped := make([]byte, 0, len(tok))
@@ -364,14 +377,6 @@ func (t *Tokenizer) byteLevelDecode(ids []int32, skipSpecialTokens bool) string 
 		buf = append(buf, mapped...)
 	}
 	return lossyUTF8(buf)
-}
-
-func (t *Tokenizer) idToToken() map[int32]string {
-	m := make(map[int32]string, len(t.vocab))
-	for tok, id := range t.vocab {
-		m[id] = tok
-	}
-	return m
 }
 
 // EncodeBatch encodes several texts in parallel (one goroutine per CPU), each as Encode would.
