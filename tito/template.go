@@ -149,8 +149,8 @@ func NewChatTemplate(source string, special SpecialTokens, opts ...TemplateOptio
 	t.env = newEnvironment(t.now)
 	cfg := config.New()
 	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = true
-	tpl, err := exec.NewTemplate(templateName, cfg, &sourceLoader{source: source}, t.env)
+	cfg.LeftStripBlocks = false // done by lstripBlocks, which follows Jinja where the engine does not
+	tpl, err := exec.NewTemplate(templateName, cfg, &sourceLoader{source: lstripBlocks(source)}, t.env)
 	if err != nil {
 		return nil, parseError(err)
 	}

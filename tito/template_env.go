@@ -3,6 +3,7 @@ package tito
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -239,4 +240,81 @@ func strftime(t time.Time, format string) string {
 		}
 	}
 	return b.String()
+}
+
+var (
+	rawStartRe = regexp.MustCompile(`^\{%[-+]?\s*raw\s*[-+]?%\}`)
+	rawEndRe   = regexp.MustCompile(`\{%[-+]?\s*endraw\s*[-+]?%\}`)
+)
+
+// lstripBlocks applies Jinja's lstrip_blocks to a template source: whitespace between the start of a line and a
+// block or comment tag is removed ("{%+" keeps it). The engine's own option also strips whitespace between two
+// tags in the middle of a line, which Jinja keeps, so templates are rewritten here instead.
+func lstripBlocks(src string) string {
+	var b strings.Builder
+	b.Grow(len(src))
+	lineStart := 0 // index in b's output where the current line starts
+	for i := 0; i < len(src); {
+		c := src[i]
+		if c != '{' || i+1 == len(src) || (src[i+1] != '%' && src[i+1] != '{' && src[i+1] != '#') {
+			b.WriteByte(c)
+			i++
+			if c == '\n' {
+				lineStart = b.Len()
+			}
+			continue
+		}
+		open := src[i+1]
+		if (open == '%' || open == '#') && (i+2 >= len(src) || src[i+2] != '+') {
+			out := b.String()
+			if strings.TrimLeft(out[lineStart:], " \t\r\f\v") == "" {
+				b.Reset()
+				b.WriteString(out[:lineStart])
+			}
+		}
+		end := tagEnd(src, i, open)
+		tag := src[i:end]
+		b.WriteString(tag)
+		i = end
+		if open == '%' && rawStartRe.MatchString(tag) {
+			if loc := rawEndRe.FindStringIndex(src[i:]); loc != nil {
+				body := src[i : i+loc[0]]
+				b.WriteString(body)
+				if j := strings.LastIndexByte(body, '\n'); j >= 0 {
+					lineStart = b.Len() - len(body) + j + 1
+				}
+				i += loc[0]
+			}
+		}
+		if j := strings.LastIndexByte(tag, '\n'); j >= 0 {
+			lineStart = b.Len() - len(tag) + j + 1
+		}
+	}
+	return b.String()
+}
+
+// tagEnd returns the index just past the tag that starts at src[i] ("{%", "{{" or "{#"), skipping string
+// literals inside block and variable tags; the end of src if the tag is not closed.
+func tagEnd(src string, i int, open byte) int {
+	closer := map[byte]string{'%': "%}", '{': "}}", '#': "#}"}[open]
+	j := i + 2
+	for j < len(src) {
+		c := src[j]
+		if open != '#' && (c == '\'' || c == '"') {
+			j++
+			for j < len(src) && src[j] != c {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j++
+			continue
+		}
+		if strings.HasPrefix(src[j:], closer) {
+			return j + len(closer)
+		}
+		j++
+	}
+	return len(src)
 }

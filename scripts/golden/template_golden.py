@@ -186,6 +186,61 @@ def cases_for(family):
     return C
 
 
+# A template that exercises the engine features chat templates lean on, rendered by transformers with the
+# Qwen3 tokenizer's special tokens (family "engine").
+ENGINE_TEMPLATE = """{%- set ns = namespace(n=0, seen=[]) -%}
+{%- for m in messages -%}
+{%- set ns.n = ns.n + 1 -%}
+[{{ loop.index0 }}/{{ loop.length }}{{ '|first' if loop.first }}{{ '|last' if loop.last }}] {{ m.role }}: {{ m.content | trim }}
+{% if m.tool_calls is defined %}{% for tc in m.tool_calls %}{% for k, v in tc.function.arguments | items %}  {{ k }}={{ v | tojson }}
+{% endfor %}{% endfor %}{% endif %}
+{%- if loop.index0 == 5 %}{% break %}{% endif -%}
+{%- endfor -%}
+count={{ ns.n }} last={{ messages[-1].role }} rev={{ (messages[::-1] | map(attribute='role') | join(',')) }}
+compact={{ extra | tojson }}
+indent2={{ extra | tojson(indent=2) }}
+indent_str={{ extra | tojson(indent='\t') }}
+sorted={{ extra | tojson(sort_keys=true) }}
+seps={{ extra | tojson(separators=[',', ':']) }}
+ascii={{ extra | tojson(ensure_ascii=true) }}
+tools={{ tools | tojson }}
+none_tools={{ none_tools | tojson }}
+bools={{ flag is true }} {{ flag is false }} {{ missing is false }} {{ missing is defined }} {{ flag is boolean }}
+strings={{ 'a,b,,c'.split(',') | tojson }} {{ '  x  '.strip() }}|{{ 'Hello'.upper() }}|{{ 'x\n\n'.rstrip('\n') }}|{{ 'abc'.startswith('ab') }}|{{ 'abc'.endswith('bc') }}
+slices={{ [1, 2, 3, 4][1:3] | tojson }} {{ [1, 2, 3, 4][-2:] | tojson }} {{ 'hello'[1:4] }}
+tests={{ extra is mapping }} {{ 'x' is string }} {{ 'x' is iterable }} {{ 3 is number }} {{ 3 is integer }} {{ 3.5 is float }}
+math={{ 7 // 2 }} {{ 7 % 3 }} {{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }}
+filters={{ [3, 1, 2] | sort | join('-') }} {{ ['a', 'b'] | length }} {{ 'x' | default('d') }} {{ undefined_var | default('d') }} {{ [1, 2, 3] | reject('equalto', 2) | list | tojson }} {{ [1, 2, 3] | select('odd') | list | tojson }} {{ 'abc' | upper }} {{ 'a b' | replace(' ', '_') }} {{ ' x ' | trim }}
+range={% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{{ i }}{% endfor %} {% for i in range(1, 7, 2) %}{% if i == 3 %}{% continue %}{% endif %}{{ i }}{% endfor %}
+{%- if add_generation_prompt %}
+GEN {{ eos_token }}{{ bos_token }}|{{ pad_token }}
+{%- endif %}
+"""
+
+ENGINE_EXTRA = {
+    "z": 1, "a": [1, 2.5, -0.0, 1e-07, 1e16, 123456789.125, 3.0, True, False, None],
+    "nested": {"k": "välue \"q\" \\ \n\t\u0001 \u007f ü 😀 中", "empty": {}, "list": []},
+    "big": 12345678901234567,
+}
+
+
+def engine_cases():
+    msgs = [
+        {"role": "system", "content": "  sys with spaces  "},
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": [call("c", "f", {"b": 2, "a": [1, {"y": None}], "s": "ü"})]},
+        {"role": "tool", "content": "r"},
+        {"role": "user", "content": "again"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "never rendered: the loop breaks at index 5"},
+    ]
+    kw = {"extra": ENGINE_EXTRA, "flag": False, "none_tools": None}
+    return [
+        {"kind": "render", "name": "features", "messages": msgs, "tools": [WEATHER_TOOL], "add_generation_prompt": True, "kwargs": kw},
+        {"kind": "render", "name": "features_no_gen", "messages": msgs[:2], "tools": None, "add_generation_prompt": False, "kwargs": {**kw, "flag": True}},
+    ]
+
+
 def main():
     families = [
         ("qwen3", "AGENTRT_QWEN3_MODEL"),
@@ -238,6 +293,16 @@ def main():
             path = OUT / f"{family}_{c['kind']}_{c['name']}.json"
             path.write_text(json.dumps(case, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
             written += 1
+    tok = AutoTokenizer.from_pretrained(os.environ["AGENTRT_QWEN3_MODEL"])
+    (OUT / "engine.jinja").write_text(ENGINE_TEMPLATE, encoding="utf-8")
+    for c in engine_cases():
+        text = tok.apply_chat_template(c["messages"], tools=c["tools"], add_generation_prompt=c["add_generation_prompt"],
+                                       tokenize=False, chat_template=ENGINE_TEMPLATE, **c["kwargs"])
+        case = {"family": "engine", "model_env": "AGENTRT_QWEN3_MODEL", "template": "engine.jinja",
+                "special_tokens": dict(tok.special_tokens_map), **c, "expected": text,
+                "expected_ids": tok.encode(text, add_special_tokens=False)}
+        (OUT / f"engine_{c['kind']}_{c['name']}.json").write_text(json.dumps(case, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+        written += 1
     versions = {"transformers": transformers.__version__, "tokenizers": tokenizers.__version__, "jinja2": jinja2.__version__}
     (OUT / "VERSIONS").write_text(json.dumps(versions, indent=1) + "\n", encoding="utf-8")
     print(f"template_golden: wrote {written} cases to {OUT.relative_to(ROOT)} with {versions}")
