@@ -1,0 +1,75 @@
+//go:build wasip1
+
+package main
+
+import (
+	"fmt"
+
+	"github.com/agentrt/agentrt/parsers"
+	sdk "github.com/agentrt/agentrt/plugins/sdk/go"
+	"github.com/agentrt/agentrt/plugins/sdk/go/fastjson"
+)
+
+// Per instance: the host initialises each instance once with the config and the agent's tools.
+var (
+	parser *parsers.Parser
+	tools  *parsers.Tools
+)
+
+func init() {
+	sdk.RegisterParser(sdk.Parser{
+		Info: sdk.Info{
+			Name:         parsers.WasmName,
+			Version:      "1.0.0",
+			Description:  "agentrt's built-in strict tool-call parsers; config {\"parser\": NAME} selects the format.",
+			ConfigSchema: sdk.RawJSON(parsers.WasmConfigSchema()),
+		},
+		Init:  initParser,
+		Parse: parse,
+	})
+}
+
+func initParser(cfg sdk.Value, specs []sdk.ToolSpec) error {
+	name, err := cfg.Get("parser").Str()
+	if err != nil {
+		return fmt.Errorf(`config: want {"parser": NAME} with NAME one of %v`, parsers.Names())
+	}
+	p, err := parsers.New(name)
+	if err != nil {
+		return err
+	}
+	// Re-assemble the specs as a JSON array for parsers.ParseTools (once per instance, not per call).
+	b := []byte{'['}
+	for i, s := range specs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = fastjson.AppendQuote(b, s.Name)
+		if len(s.Parameters) > 0 {
+			b = append(b, `,"parameters":`...)
+			b = append(b, s.Parameters...)
+		}
+		b = append(b, '}')
+	}
+	ts, err := parsers.ParseTools(append(b, ']'))
+	if err != nil {
+		return err
+	}
+	parser, tools = p, ts
+	return nil
+}
+
+func parse(text string, out *sdk.ParseOutput) {
+	r := parser.Parse(text, tools)
+	for _, c := range r.Calls {
+		if err := out.AddCall(c.ID, c.Name, c.Arguments, c.Span[0], c.Span[1]); err != nil {
+			// Unreachable: parsers only emit JSON objects. Report rather than drop.
+			out.AddError(string(parsers.ReasonBadArguments), err.Error(), text[c.Span[0]:c.Span[1]], c.Span[0], c.Span[1])
+		}
+	}
+	for _, e := range r.Errors {
+		out.AddError(string(e.Reason), e.Message, e.Raw, e.Span[0], e.Span[1])
+	}
+	out.AppendNormal(r.NormalText)
+}
