@@ -1,7 +1,160 @@
 package main
 
-import "context"
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/agentrt/agentrt/sglang/emulator"
+	"github.com/agentrt/agentrt/tito"
+)
 
 func runEmulate(ctx context.Context, args []string, io stdio) int {
-	return notYet(io, "emulate", "issue 3: the SGLang emulator")
+	fs := flag.NewFlagSet("emulate", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	fs.Usage = func() {
+		fmt.Fprintln(io.err, "usage: agentrt emulate --model DIR [flags]\n\nServe a protocol-faithful SGLang stand-in (no GPU) on --addr; it prints the address it listens on.\n\nflags:")
+		fs.PrintDefaults()
+	}
+	def := emulator.DefaultConfig()
+	model := fs.String("model", "", "Hugging Face model folder (tokenizer.json, tokenizer_config.json): the tokenizer and stop ids")
+	addr := fs.String("addr", "127.0.0.1:30000", "listen address (port 0 picks a free port)")
+	seed := fs.Uint64("seed", 0, "seed: replies, non-canonical and malformed choices and fault draws are deterministic for a seed")
+	policy := fs.String("policy", emulator.PolicyAgentic, "reply policy: agentic or scripted")
+	format := fs.String("format", "", "tool-call format of agentic replies: hermes, qwen3_coder or llama3 (default: hermes for ChatML prompts, llama3 for Llama 3 prompts)")
+	script := fs.String("script", "", "JSONL script for --policy scripted: {\"key\": ..., \"replies\": [...]} per line")
+	latency := fs.String("latency", "", "latency model FIXED[,PER_PROMPT_TOKEN[,PER_OUTPUT_TOKEN]], e.g. 50ms,20us,10ms (or fixed=..,prompt=..,output=..)")
+	faults := fs.String("fault-rate", "", "fault rates: one number spread over all kinds, or KIND=RATE,... with kinds 503, 500, reset, stall, truncate, context (and stall_for=DURATION)")
+	nonCanonical := fs.Float64("noncanonical-rate", 0, "fraction of replies with a non-canonical tokenization")
+	malformed := fs.Float64("malformed-rate", 0, "fraction of tool-calling replies with a malformed tool call")
+	think := fs.Float64("think-rate", 0, "fraction of agentic replies that open with a <think> block (ChatML)")
+	ctxLen := fs.Int("context-length", def.ContextLength, "context length (max_model_len)")
+	maxRunning := fs.Int("max-running-requests", 0, "requests generating at once; the rest queue (0: unlimited)")
+	maxQueued := fs.Int("max-queued-requests", 0, "queue bound; beyond it /generate answers 503 (0: unlimited)")
+	cacheTokens := fs.Int("cache-tokens", def.CacheTokens, "prefix-cache capacity in tokens")
+	weightVersion := fs.String("weight-version", def.WeightVersion, "initial weight_version")
+	modelPath := fs.String("model-path", "", "model_path reported by /model_info and /v1/models (default: --model)")
+	stopIDs := fs.String("stop-ids", "", "comma-separated stop ids (default: the model's EOS ids)")
+	logFile := fs.String("log", "", "write every request and response as JSON lines to FILE")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(io.err, "agentrt emulate: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *model == "" {
+		fmt.Fprintln(io.err, "agentrt emulate: --model DIR is required (a Hugging Face model folder with tokenizer.json)")
+		return exitUsage
+	}
+	cfg := def
+	cfg.Seed, cfg.Policy, cfg.ToolFormat = *seed, *policy, *format
+	cfg.NonCanonicalRate, cfg.MalformedRate, cfg.ThinkRate = *nonCanonical, *malformed, *think
+	cfg.ContextLength, cfg.MaxRunningRequests, cfg.MaxQueuedRequests = *ctxLen, *maxRunning, *maxQueued
+	cfg.CacheTokens, cfg.WeightVersion = *cacheTokens, *weightVersion
+	var err error
+	if cfg.Latency, err = emulator.ParseLatency(*latency); err != nil {
+		fmt.Fprintf(io.err, "agentrt emulate: --latency: %v\n", err)
+		return exitUsage
+	}
+	stall := cfg.Faults.StallFor
+	if cfg.Faults, err = emulator.ParseFaults(*faults); err != nil {
+		fmt.Fprintf(io.err, "agentrt emulate: --fault-rate: %v\n", err)
+		return exitUsage
+	}
+	if cfg.Faults.StallFor == 0 {
+		cfg.Faults.StallFor = stall
+	}
+
+	m, err := tito.LoadModel(*model)
+	if err != nil {
+		fmt.Fprintf(io.err, "agentrt emulate: %v\n", err)
+		return exitStartup
+	}
+	defer m.Close()
+	cfg.ModelPath = *model
+	if *modelPath != "" {
+		cfg.ModelPath = *modelPath
+	}
+	cfg.VocabSize = m.Tokenizer.VocabSize()
+	cfg.StopIDs = m.StopIDs
+	if *stopIDs != "" {
+		cfg.StopIDs = nil
+		for _, f := range strings.Split(*stopIDs, ",") {
+			id, err := strconv.ParseInt(strings.TrimSpace(f), 10, 32)
+			if err != nil {
+				fmt.Fprintf(io.err, "agentrt emulate: --stop-ids: %q is not a token id\n", f)
+				return exitUsage
+			}
+			cfg.StopIDs = append(cfg.StopIDs, int32(id))
+		}
+	}
+	if strings.Contains(strings.ToLower(*model), "llama") {
+		cfg.ModelType, cfg.Architectures = "llama", []string{"LlamaForCausalLM"}
+	}
+
+	logger := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opts := []emulator.Option{emulator.WithLogger(logger)}
+	if *script != "" {
+		f, err := os.Open(*script)
+		if err != nil {
+			fmt.Fprintf(io.err, "agentrt emulate: --script: %v\n", err)
+			return exitStartup
+		}
+		sc, err := emulator.ParseScript(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(io.err, "agentrt emulate: --script %s: %v\n", *script, err)
+			return exitStartup
+		}
+		opts = append(opts, emulator.WithScript(sc))
+	}
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Fprintf(io.err, "agentrt emulate: --log: %v\n", err)
+			return exitStartup
+		}
+		defer f.Close()
+		opts = append(opts, emulator.WithLog(f))
+	}
+	srv, err := emulator.New(cfg, m.Tokenizer, opts...)
+	if err != nil {
+		fmt.Fprintf(io.err, "agentrt emulate: %v\n", err)
+		return exitUsage
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(io.err, "agentrt emulate: listen on %s: %v\n", *addr, err)
+		return exitStartup
+	}
+	fmt.Fprintf(io.out, "http://%s\n", ln.Addr())
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-ctx.Done():
+			stop() // a second signal gets the default behaviour: the process dies
+		case <-done:
+		}
+	}()
+	if err := srv.Run(ctx, ln); err != nil {
+		fmt.Fprintf(io.err, "agentrt emulate: %v\n", err)
+		return exitFailure
+	}
+	return exitOK
 }

@@ -1,4 +1,80 @@
-// Package emulator is a protocol-faithful SGLang stand-in for tests, demos and benchmarks: the same endpoints and
-// JSON shapes, a real tokenizer supplied by the caller, scripted and agentic policies, deterministic logprobs,
-// a prefix-cache model, latency and fault injection.
+// Package emulator is a protocol-faithful SGLang stand-in for tests, demos and benchmarks: the same native
+// endpoints and JSON shapes as SGLang (sglang@8905cbd, reference/sglang-api.md), a real tokenizer supplied by
+// the caller, scripted and agentic policies, deterministic logprobs, a radix prefix-cache model, a latency
+// model, and fault injection. It needs no GPU and does no I/O of its own beyond HTTP (the caller opens the log
+// file and the script).
+//
+// Entry point: New returns a *Server, an http.Handler; serve it with Run(ctx, listener), or in tests with
+// httptest.NewServer(srv), then srv.Close(ctx). A Server is safe for concurrent use.
+//
+// # Endpoints
+//
+// POST|PUT /generate (single, batch `input_ids: [[...]]` or `text: [...]`, `sampling_params.n > 1`, SSE
+// streaming with cumulative chunks and `data: [DONE]`), GET /health, /health_generate, /model_info,
+// /server_info, /v1/models, POST /abort_request, /pause_generation, /continue_generation, GET|POST /flush_cache,
+// POST /update_weights_from_disk, /update_weight_version, /tokenize, /detokenize; /get_weight_version answers
+// 404 as SGLang does. Bad input gets SGLang's status codes and bodies: 400 {"object":"error",...,"type":"Bad
+// Request"} for a body that fails validation, 400 {"error":{"message":...}} for ValueErrors (no input, empty
+// input_ids, SamplingParams.verify, context length), 500 "Internal Server Error" for an unknown sampling_params
+// key; a streaming request gets its ValueError as an SSE error event after HTTP 200.
+//
+// # Token behaviour
+//
+// A reply is text from the policy, tokenized with the real tokenizer (Encode(text, false)), then
+// Config.StopIDs[0] appended: output_ids keep the stop token, text drops it (unless no_stop_trim), and
+// finish_reason is {"type":"stop","matched":<id>}. With max_new_tokens = N at most N ids are returned; N ids
+// means {"type":"length","length":N} even when the last one is the stop token (SGLang checks the length
+// first). stop_token_ids, stop strings and ignore_eos are honoured.
+//
+// # Logprobs
+//
+// Every logprob the emulator reports (output_token_logprobs, input_token_logprobs, top logprobs,
+// token_ids_logprob) is Logprob(preceding ids, id), a function of the last LogprobWindow (3) preceding ids of
+// the whole sequence (prompt, then output) and the id itself, so a client can recompute every value from a
+// trajectory alone. The exact formula, with a Python port, is in Logprob's documentation. Temperature does not
+// change it. input_token_logprobs covers prompt positions logprob_start_len..len-1 and its first entry's
+// logprob is null, as in SGLang.
+//
+// # Determinism
+//
+// Replies, non-canonical tokenizations and malformed tool calls derive from Config.Seed and a hash of the
+// request's input ids (and the sample index for n > 1): a retried or replayed request gets the same reply.
+// The agentic policy's plan (which expressions go in which turn) derives from the seed and the task text, so it
+// is stable across the turns of an episode. Fault draws come from a PRNG seeded by Config.Seed and advanced
+// once per /generate request, so a retry draws again.
+//
+// # Policies
+//
+// The agentic policy decodes the prompt (ChatML: <|im_start|>role\n...<|im_end|>; Llama 3:
+// <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>), reads the tool specs (Qwen's <tools> block, or
+// the JSON of Llama 3's tool preamble) and the user task. With a calculator-like tool (a parameter named
+// "expression", or a name containing calc/math/eval) it calls it for every arithmetic expression of the task,
+// in one turn (parallel calls) or over several, in Config.ToolFormat (hermes, qwen3_coder, llama3; llama3 makes
+// one call per turn); with another tool it calls the first tool once with arguments made from its schema; once
+// the planned calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."). Without
+// tools it answers in a few sentences. Config.ThinkRate adds a <think> block (ChatML). The scripted policy
+// replies from a Script (ParseScript), keyed per conversation and indexed by turn.
+//
+// # Prefix cache
+//
+// A radix tree of token ids (namespaced by extra_key, bounded by Config.CacheTokens with LRU leaf eviction).
+// cached_tokens = min(longest cached prefix of input_ids, len(input_ids)-1); a finished request inserts its
+// input_ids + output_ids without the last output id (whose KV was never computed). So the turn after a reply
+// of k ids over a prompt of p ids reports p+k-1 cached tokens. /flush_cache and /update_weights_from_disk
+// (flush_cache defaults to true) clear it.
+//
+// # Latency, queueing, abort, pause
+//
+// Prefill takes Latency.Fixed + Latency.PerPromptToken × uncached prompt tokens, decoding
+// Latency.PerOutputToken per id. At most Config.MaxRunningRequests generate at once; the rest wait in a queue
+// (bounded by MaxQueuedRequests, beyond which 503). /abort_request aborts a running request (HTTP 200, partial
+// output, finish_reason {"type":"abort","message":"Aborted","status_code":null,"err_type":null}) or a waiting
+// one ("Abort in waiting queue", no prompt_tokens/cached_tokens). /pause_generation blocks new and running
+// generation until /continue_generation (mode "abort", the default, first aborts everything in flight).
+//
+// # Request log
+//
+// WithLog writes one LogRecord a line: method, path, rid, monotonic arrival and completion times (ns since the
+// Server started), status, injected fault, and the request and response bodies, so a test can check the
+// prefix invariant and a benchmark the client's overhead between turns from the server side.
 package emulator

@@ -1,0 +1,249 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+)
+
+// Chat formats the emulator decodes from input ids.
+const (
+	chatML    = "chatml" // Qwen: <|im_start|>role\n...<|im_end|>
+	chatLlama = "llama3" // Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+	chatNone  = "none"
+)
+
+type message struct {
+	role    string
+	content string
+}
+
+// conversation is what a prompt says, decoded from its ids.
+type conversation struct {
+	format   string
+	messages []message // complete messages, in order
+	open     *message  // the trailing unfinished message (the generation prompt), if any
+	tools    []toolSpec
+	taskIdx  int // index in messages of the user task (-1 if none)
+}
+
+type toolSpec struct {
+	Name       string
+	Params     []string // property names, schema order where it can be recovered
+	ParamTypes map[string]string
+	Required   []string
+}
+
+// parseConversation decodes a ChatML or Llama 3 prompt (special tokens kept).
+func parseConversation(text string) *conversation {
+	c := &conversation{format: chatNone, taskIdx: -1}
+	switch {
+	case strings.Contains(text, "<|im_start|>"):
+		c.format = chatML
+		parts := strings.Split(text, "<|im_start|>")
+		for _, p := range parts[1:] {
+			role, body, _ := strings.Cut(p, "\n")
+			content, closed := body, false
+			if i := strings.Index(body, "<|im_end|>"); i >= 0 {
+				content, closed = body[:i], true
+			}
+			m := message{role: strings.TrimSpace(role), content: content}
+			if closed {
+				c.messages = append(c.messages, m)
+			} else {
+				c.open = &m
+			}
+		}
+	case strings.Contains(text, "<|start_header_id|>"):
+		c.format = chatLlama
+		parts := strings.Split(text, "<|start_header_id|>")
+		for _, p := range parts[1:] {
+			role, body, _ := strings.Cut(p, "<|end_header_id|>")
+			body = strings.TrimPrefix(body, "\n\n")
+			end := -1
+			for _, t := range []string{"<|eot_id|>", "<|eom_id|>"} {
+				if i := strings.Index(body, t); i >= 0 && (end < 0 || i < end) {
+					end = i
+				}
+			}
+			m := message{role: strings.TrimSpace(role), content: body}
+			if end >= 0 {
+				m.content = body[:end]
+				c.messages = append(c.messages, m)
+			} else {
+				c.open = &m
+			}
+		}
+	default:
+		c.messages = []message{{role: "user", content: text}}
+	}
+	c.findTools()
+	for i, m := range c.messages {
+		if m.role == "user" && !strings.Contains(m.content, "<tool_response>") {
+			c.taskIdx = i
+			break
+		}
+	}
+	return c
+}
+
+// task is the user's first real message, without a Llama tool preamble.
+func (c *conversation) task() string {
+	if c.taskIdx < 0 {
+		return ""
+	}
+	t := c.messages[c.taskIdx].content
+	if c.format == chatLlama && strings.Contains(t, "Given the following functions") {
+		// the template puts the tool JSON first, then "\n\n" + the user's text
+		if end := lastJSONEnd(t); end > 0 {
+			t = t[end:]
+		}
+	}
+	return strings.TrimSpace(t)
+}
+
+// assistantTurns counts completed assistant messages after the task.
+func (c *conversation) assistantTurns() int {
+	n := 0
+	for i := c.taskIdx + 1; i < len(c.messages) && c.taskIdx >= 0; i++ {
+		if c.messages[i].role == "assistant" {
+			n++
+		}
+	}
+	return n
+}
+
+// toolResults returns tool outputs after the task, in order.
+func (c *conversation) toolResults() []string {
+	var out []string
+	for i := c.taskIdx + 1; i < len(c.messages) && c.taskIdx >= 0; i++ {
+		m := c.messages[i]
+		switch {
+		case m.role == "ipython" || m.role == "tool":
+			s := strings.TrimSpace(m.content)
+			var str string
+			if json.Unmarshal([]byte(s), &str) == nil {
+				s = str
+			}
+			out = append(out, s)
+		case m.role == "user" && strings.Contains(m.content, "<tool_response>"):
+			rest := m.content
+			for {
+				_, after, ok := strings.Cut(rest, "<tool_response>")
+				if !ok {
+					break
+				}
+				body, tail, _ := strings.Cut(after, "</tool_response>")
+				out = append(out, strings.TrimSpace(body))
+				rest = tail
+			}
+		}
+	}
+	return out
+}
+
+// findTools reads tool specs: Qwen's <tools>...</tools> block (one JSON object a line) in the system message,
+// or the JSON objects of Llama 3's tool preamble.
+func (c *conversation) findTools() {
+	for _, m := range c.messages {
+		if m.role != "system" && m.role != "user" {
+			continue
+		}
+		if i := strings.LastIndex(m.content, "<tools>"); i >= 0 {
+			// the last one: Qwen's prompt mentions "<tools></tools>" before the block
+			block, _, _ := strings.Cut(m.content[i+len("<tools>"):], "</tools>")
+			c.tools = append(c.tools, scanTools(block)...)
+		} else if c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
+			c.tools = append(c.tools, scanTools(m.content)...)
+		}
+		if len(c.tools) > 0 {
+			return
+		}
+	}
+}
+
+// scanTools decodes every JSON object in s that looks like a tool ({"type":"function","function":{...}} or
+// {"name":..., "parameters":...}).
+func scanTools(s string) []toolSpec {
+	var out []toolSpec
+	for i := 0; i < len(s); i++ {
+		if s[i] != '{' {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(s[i:]))
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			continue
+		}
+		if t, ok := toolFromJSON(raw); ok {
+			out = append(out, t)
+		}
+		i += int(dec.InputOffset()) - 1
+	}
+	return out
+}
+
+func toolFromJSON(raw json.RawMessage) (toolSpec, bool) {
+	var w struct {
+		Function   json.RawMessage `json:"function"`
+		Name       string          `json:"name"`
+		Parameters json.RawMessage `json:"parameters"`
+	}
+	if json.Unmarshal(raw, &w) != nil {
+		return toolSpec{}, false
+	}
+	if w.Function != nil {
+		return toolFromJSON(w.Function)
+	}
+	if w.Name == "" {
+		return toolSpec{}, false
+	}
+	t := toolSpec{Name: w.Name, ParamTypes: map[string]string{}}
+	var schema struct {
+		Properties json.RawMessage `json:"properties"`
+		Required   []string        `json:"required"`
+	}
+	if json.Unmarshal(w.Parameters, &schema) == nil && schema.Properties != nil {
+		t.Required = schema.Required
+		// keep the schema's key order
+		dec := json.NewDecoder(bytes.NewReader(schema.Properties))
+		if tk, err := dec.Token(); err == nil && tk == json.Delim('{') {
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					break
+				}
+				var prop struct {
+					Type any `json:"type"`
+				}
+				if dec.Decode(&prop) != nil {
+					break
+				}
+				name, _ := k.(string)
+				t.Params = append(t.Params, name)
+				if s, ok := prop.Type.(string); ok {
+					t.ParamTypes[name] = s
+				}
+			}
+		}
+	}
+	return t, true
+}
+
+// lastJSONEnd is the offset just after the last top-level JSON object in s (0 if none).
+func lastJSONEnd(s string) int {
+	end := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '{' {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(s[i:]))
+		var raw json.RawMessage
+		if dec.Decode(&raw) != nil {
+			continue
+		}
+		i += int(dec.InputOffset()) - 1
+		end = i + 1
+	}
+	return end
+}

@@ -1,0 +1,411 @@
+package emulator
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// Script holds the scripted policy's replies: per conversation key, the assistant's reply for each turn.
+type Script struct {
+	replies map[string][]string
+}
+
+// ParseScript reads a JSONL script, one conversation a line: {"key": "...", "replies": ["turn 0", "turn 1", ...]}.
+// A conversation's key is the KEY of a "[script:KEY]" marker in its first user message, else ScriptKey of that
+// message; key "*" is the fallback for conversations with no line of their own.
+//
+// # Errors
+//
+// A line that is not such an object, or a duplicate key, is an error naming the line.
+func ParseScript(r io.Reader) (*Script, error) {
+	s := &Script{replies: map[string][]string{}}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	line := 0
+	for sc.Scan() {
+		line++
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		var e struct {
+			Key     *string  `json:"key"`
+			Replies []string `json:"replies"`
+		}
+		dec := json.NewDecoder(strings.NewReader(t))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&e); err != nil {
+			return nil, fmt.Errorf("emulator: script line %d: %w (want {\"key\": ..., \"replies\": [...]})", line, err)
+		}
+		if e.Key == nil || len(e.Replies) == 0 {
+			return nil, fmt.Errorf("emulator: script line %d: needs a \"key\" and at least one reply in \"replies\"", line)
+		}
+		if _, dup := s.replies[*e.Key]; dup {
+			return nil, fmt.Errorf("emulator: script line %d: duplicate key %q", line, *e.Key)
+		}
+		s.replies[*e.Key] = e.Replies
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("emulator: script line %d: %w", line+1, err)
+	}
+	return s, nil
+}
+
+// ScriptKey is the key of a conversation whose first user message has no [script:KEY] marker: the hex SHA-256
+// of that message's text with surrounding white space removed.
+func ScriptKey(firstUserMessage string) string {
+	h := sha256.Sum256([]byte(strings.TrimSpace(firstUserMessage)))
+	return hex.EncodeToString(h[:])
+}
+
+var scriptMarker = regexp.MustCompile(`\[script:([^\]\s]+)\]`)
+
+// NoScriptReply is the scripted policy's reply when the script has none for a conversation or turn.
+const NoScriptReply = "I have no scripted reply for this turn."
+
+func (s *Script) reply(c *conversation) string {
+	if s == nil {
+		return NoScriptReply
+	}
+	task := c.task()
+	key := ScriptKey(task)
+	if m := scriptMarker.FindStringSubmatch(task); m != nil {
+		key = m[1]
+	}
+	rs, ok := s.replies[key]
+	if !ok {
+		rs, ok = s.replies["*"]
+	}
+	turn := c.assistantTurns()
+	if !ok || turn >= len(rs) {
+		return NoScriptReply
+	}
+	return rs[turn]
+}
+
+// The agentic policy.
+
+var exprRe = regexp.MustCompile(`[(\s]*-?\d+(?:\.\d+)?[)\s]*(?:[-+*/][(\s]*-?\d+(?:\.\d+)?[)\s]*)+`)
+
+// findExpressions returns the arithmetic expressions in a task, in order ("what is 12*7 and (3+4)/2?" gives
+// "12*7" and "(3+4)/2").
+func findExpressions(task string) []string {
+	var out []string
+	for _, m := range exprRe.FindAllString(task, -1) {
+		m = strings.TrimSpace(m)
+		// balance parentheses by trimming unmatched ones at the ends
+		for strings.Count(m, "(") > strings.Count(m, ")") && strings.HasPrefix(m, "(") {
+			m = strings.TrimSpace(m[1:])
+		}
+		for strings.Count(m, ")") > strings.Count(m, "(") && strings.HasSuffix(m, ")") {
+			m = strings.TrimSpace(m[:len(m)-1])
+		}
+		if strings.Count(m, "(") != strings.Count(m, ")") || !strings.ContainsAny(m, "+-*/") {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// calculatorTool finds a tool that evaluates expressions, and the parameter that takes the expression.
+func calculatorTool(tools []toolSpec) (toolSpec, string, bool) {
+	for _, t := range tools {
+		n := strings.ToLower(t.Name)
+		for _, p := range t.Params {
+			if p == "expression" || p == "expr" {
+				return t, p, true
+			}
+		}
+		if strings.Contains(n, "calc") || strings.Contains(n, "math") || strings.Contains(n, "eval") {
+			p := "expression"
+			if len(t.Required) > 0 {
+				p = t.Required[0]
+			} else if len(t.Params) > 0 {
+				p = t.Params[0]
+			}
+			return t, p, true
+		}
+	}
+	return toolSpec{}, "", false
+}
+
+type kv struct {
+	k string
+	v any // string, int, float64, bool
+}
+
+type call struct {
+	name string
+	args []kv
+}
+
+func hashString(s string) uint64 {
+	h := uint64(fnvOffset64)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime64
+	}
+	return h
+}
+
+// agentic answers like a tool-using model: calculator calls for the task's expressions (in one or several turns,
+// as a seed-and-task-dependent plan decides), a call to the first tool when there is no arithmetic, then a
+// final answer built from the tool results.
+func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
+	format := s.cfg.ToolFormat
+	if format == "" {
+		format = FormatHermes
+		if c.format == chatLlama {
+			format = FormatLlama3
+		}
+	}
+	task := c.task()
+	turn := c.assistantTurns()
+	var think string
+	if c.format == chatML && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
+		(c.open == nil || !strings.Contains(c.open.content, "</think>")) {
+		think = "<think>\n"
+	}
+	var batches [][]call
+	calc, param, hasCalc := calculatorTool(c.tools)
+	exprs := findExpressions(task)
+	switch {
+	case hasCalc && len(exprs) > 0:
+		plan := rand.New(rand.NewPCG(s.cfg.Seed^hashString(task), 0x9e3779b97f4a7c15))
+		var calls []call
+		for _, e := range exprs {
+			calls = append(calls, call{calc.Name, []kv{{param, e}}})
+		}
+		switch {
+		case format == FormatLlama3 || (len(calls) > 1 && plan.IntN(3) == 0):
+			for _, cl := range calls {
+				batches = append(batches, []call{cl})
+			}
+		case len(calls) > 2 && plan.IntN(2) == 0:
+			h := len(calls) / 2
+			batches = [][]call{calls[:h], calls[h:]}
+		default:
+			batches = [][]call{calls}
+		}
+	case len(c.tools) > 0 && task != "":
+		t := c.tools[0]
+		batches = [][]call{{{t.Name, synthArgs(t, task)}}}
+	}
+	if turn < len(batches) {
+		cs := batches[turn]
+		if think != "" {
+			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.\n</think>\n\n", cs[0].name, len(cs))
+		}
+		malformed := -1
+		if s.cfg.MalformedRate > 0 && rng.Float64() < s.cfg.MalformedRate {
+			malformed = rng.IntN(3)
+		}
+		return think + renderCalls(format, cs, malformed)
+	}
+	if think != "" {
+		think += "I have what I need to answer.\n</think>\n\n"
+	}
+	results := c.toolResults()
+	switch {
+	case len(batches) > 0 && hasCalc && len(exprs) > 0:
+		var b strings.Builder
+		for i, e := range exprs {
+			if i < len(results) {
+				fmt.Fprintf(&b, "%s = %s\n", e, resultValue(results[i]))
+			} else {
+				fmt.Fprintf(&b, "%s could not be computed.\n", e)
+			}
+		}
+		if len(results) > 0 {
+			fmt.Fprintf(&b, "The answer is %s.", resultValue(results[min(len(results), len(exprs))-1]))
+		} else {
+			b.WriteString("I could not get a result from the calculator.")
+		}
+		return think + b.String()
+	case len(batches) > 0:
+		if len(results) == 0 {
+			return think + "The tool returned nothing, so I cannot answer."
+		}
+		return think + "Based on the tool result: " + resultValue(results[len(results)-1])
+	}
+	return think + plainAnswer(task, rng)
+}
+
+// resultValue takes "result" (or "output") out of a JSON object result, else the text itself.
+func resultValue(r string) string {
+	var m map[string]any
+	if json.Unmarshal([]byte(r), &m) == nil {
+		for _, k := range []string{"result", "output", "value", "answer"} {
+			if v, ok := m[k]; ok {
+				if s, ok := v.(string); ok {
+					return s
+				}
+				b, _ := marshal(v)
+				return string(b)
+			}
+		}
+	}
+	return strings.TrimSpace(r)
+}
+
+var sentences = []string{
+	"Here is a short answer.",
+	"I thought about this carefully.",
+	"The key point is simple.",
+	"Let me explain step by step.",
+	"This follows from the question directly.",
+	"There is nothing more to add.",
+}
+
+func plainAnswer(task string, rng *rand.Rand) string {
+	var b strings.Builder
+	n := 1 + rng.IntN(3)
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(sentences[rng.IntN(len(sentences))])
+	}
+	if task != "" {
+		t := task
+		if r := []rune(t); len(r) > 60 {
+			t = string(r[:60])
+		}
+		fmt.Fprintf(&b, " You asked: %q.", t)
+	}
+	return b.String()
+}
+
+var numRe = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
+
+// synthArgs invents arguments for a tool from its schema and the task.
+func synthArgs(t toolSpec, task string) []kv {
+	names := t.Required
+	if len(names) == 0 {
+		names = t.Params
+	}
+	short := task
+	if r := []rune(short); len(r) > 60 {
+		short = string(r[:60])
+	}
+	var out []kv
+	for _, n := range names {
+		switch t.ParamTypes[n] {
+		case "integer":
+			v := 1
+			if m := numRe.FindString(task); m != "" {
+				if x, err := strconv.Atoi(m); err == nil {
+					v = x
+				}
+			}
+			out = append(out, kv{n, v})
+		case "number":
+			v := 1.0
+			if m := numRe.FindString(task); m != "" {
+				if x, err := strconv.ParseFloat(m, 64); err == nil {
+					v = x
+				}
+			}
+			out = append(out, kv{n, v})
+		case "boolean":
+			out = append(out, kv{n, true})
+		default:
+			out = append(out, kv{n, short})
+		}
+	}
+	return out
+}
+
+// pyJSON writes args the way json.dumps does: {"k": "v", "n": 3}.
+func pyJSON(args []kv) string {
+	var b strings.Builder
+	b.WriteByte('{')
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		k, _ := marshal(a.k)
+		b.Write(k)
+		b.WriteString(": ")
+		b.WriteString(valueText(a.v, true))
+	}
+	b.WriteByte('}')
+	return b.String()
+}
+
+func valueText(v any, quoted bool) string {
+	switch x := v.(type) {
+	case string:
+		if !quoted {
+			return x
+		}
+		j, _ := marshal(x)
+		return string(j)
+	case float64:
+		return pyFloat(x)
+	default:
+		j, _ := marshal(x)
+		return string(j)
+	}
+}
+
+// UnknownToolName is the tool name of a malformed "unknown tool" call.
+const UnknownToolName = "nonexistent_tool"
+
+// renderCalls writes tool calls in a format; malformed (0 broken JSON or tag, 1 unclosed tag, 2 unknown tool
+// name, -1 none) breaks the first call.
+func renderCalls(format string, cs []call, malformed int) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		name := c.name
+		if i == 0 && malformed == 2 {
+			name = UnknownToolName
+		}
+		bad := i == 0 && malformed >= 0 && malformed < 2
+		switch format {
+		case FormatQwen3Coder:
+			var b strings.Builder
+			b.WriteString("<tool_call>\n<function=" + name)
+			if !(bad && malformed == 0) {
+				b.WriteString(">")
+			}
+			b.WriteString("\n")
+			for _, a := range c.args {
+				fmt.Fprintf(&b, "<parameter=%s>\n%s\n</parameter>\n", a.k, valueText(a.v, false))
+			}
+			if !(bad && malformed == 1) {
+				b.WriteString("</function>\n</tool_call>")
+			}
+			parts[i] = b.String()
+		case FormatLlama3:
+			j := `{"name": ` + valueText(name, true) + `, "parameters": ` + pyJSON(c.args) + `}`
+			if bad {
+				j = j[:len(j)-1] // broken JSON (llama3 has no tags to leave open)
+			}
+			parts[i] = j
+		default:
+			j := `{"name": ` + valueText(name, true) + `, "arguments": ` + pyJSON(c.args) + `}`
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			p := "<tool_call>\n" + j
+			if !(bad && malformed == 1) {
+				p += "\n</tool_call>"
+			}
+			parts[i] = p
+		}
+	}
+	if format == FormatLlama3 {
+		return strings.Join(parts, "; ")
+	}
+	return strings.Join(parts, "\n")
+}
