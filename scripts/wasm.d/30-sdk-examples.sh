@@ -40,3 +40,4 @@ build_as() {
 build_c plugins/examples/c-string-tools/string_tools.wasm plugins/examples/c-string-tools/string_tools.c
 build_rust plugins/examples/rust-unit-convert/unit_convert.wasm plugins/examples/rust-unit-convert/unit_convert.rs
 build_as plugins/examples/as-word-count/word_count.wasm plugins/examples/as-word-count/assembly/index.ts
+build_rust plugins/examples/rust-reward/reward.wasm plugins/examples/rust-reward/reward.rs
