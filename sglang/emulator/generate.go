@@ -168,6 +168,13 @@ func (s *Server) runAll(ctx context.Context, req *genRequest, emit func(o *outco
 		outs[0] = s.runItem(ctx, req.items[0], emit)
 		return outs
 	}
+	// prefill in item order, so that item i+1 sees item i's prompt in the prefix cache (as a batch does)
+	prev := (chan struct{})(nil)
+	for _, it := range req.items {
+		it.after = prev
+		it.admitted = make(chan struct{})
+		prev = it.admitted
+	}
 	var wg sync.WaitGroup
 	for i, it := range req.items {
 		wg.Add(1)
@@ -308,6 +315,12 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 	o := &outcome{it: it, recv: time.Now()}
 	j := s.register(it.rid)
 	defer s.unregister(j)
+	admitted := sync.OnceFunc(func() {
+		if it.admitted != nil {
+			close(it.admitted)
+		}
+	})
+	defer admitted()
 	waitingAbort := func() *outcome {
 		o.waitingAbort = true
 		o.fr = finishReason{kind: "abort", message: "Abort in waiting queue", waiting: true}
@@ -318,6 +331,16 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 			return nil
 		}
 		return waitingAbort()
+	}
+	if it.after != nil {
+		// a batch prefills in item order; wait here, before taking a running slot
+		select {
+		case <-it.after:
+		case <-j.abortCh:
+			return waitingAbort()
+		case <-ctx.Done():
+			return nil
+		}
 	}
 	if s.sem != nil {
 		if q := s.cfg.MaxQueuedRequests; q > 0 && len(s.sem) == cap(s.sem) && s.queued.Load() >= int64(q) {
@@ -368,6 +391,9 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 			return aborted()
 		}
 	}
+	// after prefill the prompt's KV is in the cache (SGLang's cache_unfinished_req)
+	s.cache.insert(ns, it.inputIDs)
+	admitted()
 	total := len(o.ids)
 	step := max(it.params.streamInterval, 1)
 	if lat.PerOutputToken > 0 {

@@ -15,18 +15,48 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agentrt/agentrt/tito"
+	"github.com/daulet/tokenizers"
 )
 
 const refDir = "../../../shared/reference/sglang"
 
+// hfTokenizer adapts the Hugging Face tokenizers library (the one tito wraps) to Tokenizer. The tests use it
+// directly so that they do not depend on the rest of tito.
+type hfTokenizer struct {
+	tk *tokenizers.Tokenizer
+}
+
+func (h *hfTokenizer) Encode(text string, addSpecialTokens bool) []int32 {
+	ids, _ := h.tk.Encode(text, addSpecialTokens)
+	out := make([]int32, len(ids))
+	for i, id := range ids {
+		out[i] = int32(id)
+	}
+	return out
+}
+
+func (h *hfTokenizer) Decode(ids []int32, skipSpecialTokens bool) string {
+	u := make([]uint32, len(ids))
+	for i, id := range ids {
+		u[i] = uint32(id)
+	}
+	return h.tk.Decode(u, skipSpecialTokens)
+}
+
+// testModel is a real model folder's tokenizer and stop ids.
+type testModel struct {
+	Tokenizer *hfTokenizer
+	StopIDs   []int32
+	vocab     int
+}
+
 var (
 	modelsMu sync.Mutex
-	models   = map[string]*tito.Model{}
+	models   = map[string]*testModel{}
 )
 
-// loadModel loads a real model folder named by an environment variable (once per test binary).
-func loadModel(t testing.TB, env string) *tito.Model {
+// loadModel loads the tokenizer of a real model folder named by an environment variable (once per test binary).
+func loadModel(t testing.TB, env string, stop []int32) *testModel {
 	t.Helper()
 	dir := os.Getenv(env)
 	if dir == "" {
@@ -37,20 +67,27 @@ func loadModel(t testing.TB, env string) *tito.Model {
 	if m, ok := models[dir]; ok {
 		return m
 	}
-	m, err := tito.LoadModel(dir)
+	tk, err := tokenizers.FromFile(filepath.Join(dir, "tokenizer.json"))
 	if err != nil {
 		t.Fatalf("load %s: %v", dir, err)
 	}
+	m := &testModel{Tokenizer: &hfTokenizer{tk}, StopIDs: stop, vocab: int(tk.VocabSize())}
 	models[dir] = m
 	return m
 }
 
-func qwen(t testing.TB) *tito.Model { return loadModel(t, "AGENTRT_QWEN3_MODEL") }
+// qwen is Qwen3's tokenizer; <|im_end|> and <|endoftext|> end a turn.
+func qwen(t testing.TB) *testModel { return loadModel(t, "AGENTRT_QWEN3_MODEL", []int32{151645, 151643}) }
 
-func testConfig(m *tito.Model) Config {
+// llama is Llama 3.1's tokenizer; <|eot_id|>, <|eom_id|> and <|end_of_text|> end a turn.
+func llama(t testing.TB) *testModel {
+	return loadModel(t, "AGENTRT_LLAMA31_MODEL", []int32{128009, 128008, 128001})
+}
+
+func testConfig(m *testModel) Config {
 	c := DefaultConfig()
 	c.StopIDs = m.StopIDs
-	c.VocabSize = m.Tokenizer.VocabSize()
+	c.VocabSize = m.vocab
 	return c
 }
 
@@ -73,10 +110,12 @@ func start(t testing.TB, cfg Config, tok Tokenizer, opts ...Option) (*Server, st
 	return srv, ts.URL
 }
 
+func readRef(name string) ([]byte, error) { return os.ReadFile(filepath.Join(refDir, name)) }
+
 // refFixture reads a JSON fixture from reference/sglang.
 func refFixture(t testing.TB, name string) map[string]any {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(refDir, name))
+	b, err := readRef(name)
 	if err != nil {
 		t.Skipf("fixture %s: %v", name, err)
 	}
@@ -251,4 +290,16 @@ func llamaPrompt(task string, tools ...string) string {
 func llamaToolTurn(result string) string {
 	q, _ := json.Marshal(result)
 	return "<|start_header_id|>ipython<|end_header_id|>\n\n" + string(q) + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
+}
+
+// waitFor polls cond until it holds (a state, not a timing: the deadline only stops a hung test).
+func waitFor(t testing.TB, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition never held")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

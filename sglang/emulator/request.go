@@ -42,7 +42,8 @@ func valueErr(format string, args ...any) *reqError {
 
 // samplingParams is the subset of SGLang's SamplingParams the emulator acts on.
 type samplingParams struct {
-	maxNewTokens      int // -1: null (unlimited)
+	maxNewTokens      int  // -1: null (unlimited)
+	maxNewSet         bool // given explicitly (only then does the tokenizer manager check input + max_new_tokens)
 	stopTokenIDs      []int32
 	stop              []string
 	ignoreEOS         bool
@@ -74,6 +75,9 @@ type genItem struct {
 	sample          int
 	extraKey        string
 	abortMsg        string // scheduler-side abort (400) decided at admission
+
+	after    <-chan struct{} // batch: the previous item's prefill is done
+	admitted chan struct{}   // closed when this item's prefill is done
 }
 
 type genRequest struct {
@@ -270,6 +274,7 @@ func parseSampling(raw json.RawMessage) (samplingParams, *reqError) {
 	first(err)
 	maxNew := 128
 	if v, ok := m["max_new_tokens"]; ok {
+		p.maxNewSet = !isNull(v)
 		if isNull(v) {
 			maxNew = -1
 		} else if n, ok := parseIntLax(v); ok {
@@ -568,7 +573,7 @@ func parseGenerate(body []byte, tok Tokenizer, contextLen int) (*genRequest, *re
 		if in >= contextLen {
 			return nil, valueErr("The input (%d tokens) is longer than the model's context length (%d tokens).", in, contextLen)
 		}
-		if mx := it.params.maxNewTokens; mx >= 0 && mx+in >= contextLen {
+		if mx := it.params.maxNewTokens; it.params.maxNewSet && mx+in >= contextLen {
 			return nil, valueErr("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", contextLen, mx+in, in, mx)
 		}
 		for _, id := range it.tokenIDsLogprob {
