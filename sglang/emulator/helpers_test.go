@@ -77,7 +77,9 @@ func loadModel(t testing.TB, env string, stop []int32) *testModel {
 }
 
 // qwen is Qwen3's tokenizer; <|im_end|> and <|endoftext|> end a turn.
-func qwen(t testing.TB) *testModel { return loadModel(t, "AGENTRT_QWEN3_MODEL", []int32{151645, 151643}) }
+func qwen(t testing.TB) *testModel {
+	return loadModel(t, "AGENTRT_QWEN3_MODEL", []int32{151645, 151643})
+}
 
 // llama is Llama 3.1's tokenizer; <|eot_id|>, <|eom_id|> and <|end_of_text|> end a turn.
 func llama(t testing.TB) *testModel {
