@@ -151,7 +151,7 @@ func (m *Message) validate(i int) error {
 				return bad(field+".function.arguments", "not valid JSON")
 			}
 			if a[0] != '{' && a[0] != '"' {
-				return bad(field+".function.arguments", "want a JSON object or a string holding JSON, got %s", abbrev(a))
+				return bad(field+".function.arguments", "want a JSON object or a string holding JSON, got %s", abbrevJSON(a))
 			}
 		}
 		if err := validFields(tc.Extra); err != "" {
@@ -176,7 +176,7 @@ func validFields(fs []Field) string {
 	return ""
 }
 
-func abbrev(b []byte) string {
+func abbrevJSON(b []byte) string {
 	if len(b) > 40 {
 		return string(b[:40]) + "..."
 	}
@@ -193,7 +193,7 @@ func abbrev(b []byte) string {
 func DecodeMessages(data []byte) ([]Message, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("tito: messages: want a JSON array of message objects: %w", jsonErr(data, err))
+		return nil, fmt.Errorf("tito: messages: want a JSON array of message objects: %w", jsonPosErr(data, err))
 	}
 	msgs := make([]Message, len(raws))
 	for i, raw := range raws {
@@ -221,35 +221,35 @@ func DecodeMessages(data []byte) ([]Message, error) {
 func DecodeTools(data []byte) ([]json.RawMessage, error) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(data, &raws); err != nil {
-		return nil, fmt.Errorf("tito: tools: want a JSON array of tool objects: %w", jsonErr(data, err))
+		return nil, fmt.Errorf("tito: tools: want a JSON array of tool objects: %w", jsonPosErr(data, err))
 	}
 	for i, r := range raws {
 		if t := bytes.TrimSpace(r); len(t) == 0 || t[0] != '{' {
-			return nil, fmt.Errorf("tito: tools: tool %d: want a JSON object, got %s", i, abbrev(t))
+			return nil, fmt.Errorf("tito: tools: tool %d: want a JSON object, got %s", i, abbrevJSON(t))
 		}
 	}
 	return raws, nil
 }
 
 // jsonErr adds the line and column to a JSON syntax error.
-func jsonErr(data []byte, err error) error {
+func jsonPosErr(data []byte, err error) error {
 	var se *json.SyntaxError
 	if errors.As(err, &se) {
-		line, col := lineCol(data, int(se.Offset))
+		line, col := jsonLineCol(data, int(se.Offset))
 		return fmt.Errorf("line %d, column %d: %w", line, col, err)
 	}
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		line, col := lineCol(data, int(te.Offset))
+		line, col := jsonLineCol(data, int(te.Offset))
 		return fmt.Errorf("line %d, column %d: %w", line, col, err)
 	}
 	return err
 }
 
-func lineCol(data []byte, off int) (int, int) {
+func jsonLineCol(data []byte, off int) (int, int) {
 	off = min(max(off, 0), len(data))
 	line := 1 + bytes.Count(data[:off], []byte("\n"))
-	return line, off - bytes.LastIndexByte(data[:off], '\n')
+	return line, off - 1 - bytes.LastIndexByte(data[:off], '\n') // the offending byte is the last one read
 }
 
 // objectFields decodes a JSON object into its fields, in order, dropping null values.
@@ -260,7 +260,7 @@ func objectFields(raw json.RawMessage) ([]Field, error) {
 		return nil, err
 	}
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("want a JSON object, got %s", abbrev(bytes.TrimSpace(raw)))
+		return nil, fmt.Errorf("want a JSON object, got %s", abbrevJSON(bytes.TrimSpace(raw)))
 	}
 	var out []Field
 	for dec.More() {
@@ -283,7 +283,7 @@ func objectFields(raw json.RawMessage) ([]Field, error) {
 
 func decodeString(f Field, dst *string) error {
 	if err := json.Unmarshal(f.Value, dst); err != nil {
-		return &MessageError{Field: f.Key, Detail: "want a string, got " + abbrev(f.Value)}
+		return &MessageError{Field: f.Key, Detail: "want a string, got " + abbrevJSON(f.Value)}
 	}
 	return nil
 }
@@ -317,7 +317,7 @@ func (m *Message) decode(raw json.RawMessage) error {
 		case "tool_calls":
 			var calls []json.RawMessage
 			if json.Unmarshal(f.Value, &calls) != nil {
-				return &MessageError{Field: "tool_calls", Detail: "want a list of tool calls, got " + abbrev(f.Value)}
+				return &MessageError{Field: "tool_calls", Detail: "want a list of tool calls, got " + abbrevJSON(f.Value)}
 			}
 			m.ToolCalls = make([]ToolCall, len(calls))
 			for j, c := range calls {

@@ -15,6 +15,7 @@ import (
 	"github.com/nikolalohinski/gonja/v2/config"
 	"github.com/nikolalohinski/gonja/v2/exec"
 	"github.com/nikolalohinski/gonja/v2/loaders"
+	"github.com/nikolalohinski/gonja/v2/tokens"
 )
 
 // ChatTemplate is a parsed Hugging Face chat template. It renders conversations exactly as transformers'
@@ -150,9 +151,10 @@ func NewChatTemplate(source string, special SpecialTokens, opts ...TemplateOptio
 	cfg := config.New()
 	cfg.TrimBlocks = true
 	cfg.LeftStripBlocks = false // done by lstripBlocks, which follows Jinja where the engine does not
-	tpl, err := exec.NewTemplate(templateName, cfg, &sourceLoader{source: lstripBlocks(source)}, t.env)
+	src := lstripBlocks(source) // keeps every line where it was, so error lines hold for the caller's source
+	tpl, err := exec.NewTemplate(templateName, cfg, &sourceLoader{source: src}, t.env)
 	if err != nil {
-		return nil, parseError(err)
+		return nil, parseError(err, src, cfg)
 	}
 	t.tpl = tpl
 	t.detect()
@@ -214,7 +216,7 @@ func (t *ChatTemplate) render(msgs []Message, o RenderOptions) (string, error) {
 				return "", fmt.Errorf("tito: render: tool %d: %w", i, err)
 			}
 			if _, ok := v.(*exec.Dict); !ok {
-				return "", fmt.Errorf("tito: render: tool %d: want a JSON object, got %s", i, abbrev(bytes.TrimSpace(raw)))
+				return "", fmt.Errorf("tito: render: tool %d: want a JSON object, got %s", i, abbrevJSON(bytes.TrimSpace(raw)))
 			}
 			tools[i] = v
 		}
@@ -259,37 +261,37 @@ func (t *ChatTemplate) RenderDelta(newMsgs []Message, o RenderOptions) (string, 
 	for _, fake := range t.fakePrefixes {
 		base, err := t.render(fake, RenderOptions{Tools: o.Tools, Kwargs: o.Kwargs})
 		if err != nil {
-			firstErr = cmp(firstErr, err)
+			firstErr = firstErrOf(firstErr, err)
 			continue
 		}
 		full, err := t.render(append(slices.Clip(fake), newMsgs...), o)
 		if err != nil {
-			firstErr = cmp(firstErr, err)
+			firstErr = firstErrOf(firstErr, err)
 			continue
 		}
 		if rest, ok := strings.CutPrefix(full, base); ok {
 			return t.separator + rest, nil
 		}
-		firstErr = cmp(firstErr, fmt.Errorf("tito: render delta: the template renders the stand-in history differently once new messages follow (render(prefix) = %q is not a prefix of render(prefix + new) = %q)", tail(base), head(full, len(base))))
+		firstErr = firstErrOf(firstErr, fmt.Errorf("tito: render delta: the template renders the stand-in history differently once new messages follow (render(prefix) = %q is not a prefix of render(prefix + new) = %q)", tmplTail(base), tmplHead(full, len(base))))
 	}
 	return "", firstErr
 }
 
-func cmp(first, err error) error {
+func firstErrOf(first, err error) error {
 	if first != nil {
 		return first
 	}
 	return err
 }
 
-func tail(s string) string {
+func tmplTail(s string) string {
 	if len(s) > 80 {
 		return "..." + s[len(s)-80:]
 	}
 	return s
 }
 
-func head(s string, n int) string {
+func tmplHead(s string, n int) string {
 	if len(s) > n+40 {
 		return s[:n+40] + "..."
 	}
@@ -432,8 +434,8 @@ var _ loaders.Loader = (*sourceLoader)(nil)
 var lineRe = regexp.MustCompile(`[Ll]ine[ =:]+(\d+)`)
 
 // parseError turns an engine parse error into a *TemplateError with the line, dropping the template source that
-// the engine quotes.
-func parseError(err error) error {
+// the engine quotes. When the engine reports no line, the lexer's error token gives it.
+func parseError(err error, src string, cfg *config.Config) error {
 	inner := err
 	if u := errors.Unwrap(err); u != nil {
 		inner = u
@@ -442,6 +444,17 @@ func parseError(err error) error {
 	te := &TemplateError{Message: "syntax error: " + msg}
 	if m := lineRe.FindStringSubmatch(msg); m != nil {
 		te.Line, _ = strconv.Atoi(m[1])
+	}
+	if te.Line == 0 {
+		s := tokens.LexAll(src, cfg)
+		for !s.End() {
+			s.Next()
+		}
+		if s.IsError() {
+			pos := min(max(s.Current().Pos, 0), len(src))
+			te.Line = 1 + strings.Count(src[:pos], "\n")
+			te.Message = "syntax error: " + s.Current().Val
+		}
 	}
 	return te
 }

@@ -51,7 +51,7 @@ func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec
 		args[names[i]] = a
 	}
 	for k, v := range params.KwArgs {
-		if !containsStr(names, k) {
+		if !tmplContains(names, k) {
 			return exec.AsValue(fmt.Errorf("tojson: unexpected keyword argument %q", k))
 		}
 		args[k] = v
@@ -89,7 +89,7 @@ func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec
 	return exec.AsSafeValue(s)
 }
 
-func containsStr(list []string, s string) bool {
+func tmplContains(list []string, s string) bool {
 	for _, e := range list {
 		if e == s {
 			return true

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"strconv"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -130,7 +131,7 @@ func TestTemplateGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				if got != c.Expected {
-					t.Errorf("render differs from transformers\n%s", firstDiff(got, c.Expected))
+					t.Errorf("render differs from transformers\n%s", textDiff(got, c.Expected))
 				}
 			case "delta":
 				history, newMsgs := mustMessages(t, c.History), mustMessages(t, c.New)
@@ -139,14 +140,14 @@ func TestTemplateGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				if hist != c.ExpectedHistory {
-					t.Errorf("history render differs from transformers\n%s", firstDiff(hist, c.ExpectedHistory))
+					t.Errorf("history render differs from transformers\n%s", textDiff(hist, c.ExpectedHistory))
 				}
 				full, err := tpl.Render(slices.Concat(history, newMsgs), o)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if full != c.ExpectedFull {
-					t.Errorf("full render differs from transformers\n%s", firstDiff(full, c.ExpectedFull))
+					t.Errorf("full render differs from transformers\n%s", textDiff(full, c.ExpectedFull))
 				}
 				checkDelta(t, tpl, c, newMsgs, o)
 			case "error":
@@ -192,15 +193,15 @@ func checkDelta(t *testing.T, tpl *ChatTemplate, c goldenCase, newMsgs []Message
 	}
 	before := c.ExpectedFull[:len(c.ExpectedFull)-len(delta)]
 	if !strings.HasSuffix(before, eot) {
-		t.Fatalf("delta does not start right after an end-of-turn token %q: full render before it ends %q", eot, tail(before))
+		t.Fatalf("delta does not start right after an end-of-turn token %q: full render before it ends %q", eot, tmplTail(before))
 	}
 	if !strings.HasSuffix(c.ExpectedHistory, eot+sep) {
-		t.Fatalf("history render does not end with end-of-turn + separator %q: %q", eot+sep, tail(c.ExpectedHistory))
+		t.Fatalf("history render does not end with end-of-turn + separator %q: %q", eot+sep, tmplTail(c.ExpectedHistory))
 	}
 	generated := strings.TrimSuffix(c.ExpectedHistory, sep) // what the model's tokens spell, ending at its end-of-turn
 	if strings.HasPrefix(c.ExpectedFull, generated) {
 		if generated+delta != c.ExpectedFull {
-			t.Fatalf("history + delta != full render\n%s", firstDiff(generated+delta, c.ExpectedFull))
+			t.Fatalf("history + delta != full render\n%s", textDiff(generated+delta, c.ExpectedFull))
 		}
 	} else if c.Family != "qwen3" {
 		t.Fatalf("the %s template re-renders the history differently once new messages follow", c.Family)
@@ -212,13 +213,13 @@ func checkDelta(t *testing.T, tpl *ChatTemplate, c goldenCase, newMsgs []Message
 }
 
 // firstDiff describes where two strings first differ.
-func firstDiff(got, want string) string {
+func textDiff(got, want string) string {
 	i := 0
 	for i < len(got) && i < len(want) && got[i] == want[i] {
 		i++
 	}
 	lo := max(0, i-60)
-	return "first difference at byte " + itoa(i) + "\n got: " + quoteSpan(got, lo, i+60) + "\nwant: " + quoteSpan(want, lo, i+60)
+	return "first difference at byte " + strconv.Itoa(i) + "\n got: " + quoteSpan(got, lo, i+60) + "\nwant: " + quoteSpan(want, lo, i+60)
 }
 
 func quoteSpan(s string, lo, hi int) string {
@@ -227,7 +228,3 @@ func quoteSpan(s string, lo, hi int) string {
 	return strings.ReplaceAll(`"`+s[lo:hi]+`"`, "\n", `\n`)
 }
 
-func itoa(i int) string {
-	b, _ := json.Marshal(i)
-	return string(b)
-}

@@ -3,6 +3,7 @@ package tito
 import (
 	"maps"
 	"os"
+	"strconv"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -91,7 +92,7 @@ func TestTemplateGoldenModel(t *testing.T) {
 					t.Fatal(err)
 				}
 				if got != c.Expected {
-					t.Fatalf("render differs\n%s", firstDiff(got, c.Expected))
+					t.Fatalf("render differs\n%s", textDiff(got, c.Expected))
 				}
 				if ids := tok.Encode(got, false); !slices.Equal(ids, c.ExpectedIDs) {
 					t.Errorf("ids differ from transformers: %s", idDiff(ids, c.ExpectedIDs))
@@ -124,8 +125,8 @@ func idDiff(got, want []int32) string {
 		i++
 	}
 	lo := max(0, i-3)
-	return "first difference at index " + itoa(i) + ": got " + idSpan(got, lo, i+5) + ", want " + idSpan(want, lo, i+5) +
-		" (lengths " + itoa(len(got)) + ", " + itoa(len(want)) + ")"
+	return "first difference at index " + strconv.Itoa(i) + ": got " + idSpan(got, lo, i+5) + ", want " + idSpan(want, lo, i+5) +
+		" (lengths " + strconv.Itoa(len(got)) + ", " + strconv.Itoa(len(want)) + ")"
 }
 
 func idSpan(ids []int32, lo, hi int) string {
@@ -136,7 +137,7 @@ func idSpan(ids []int32, lo, hi int) string {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(itoa(int(id)))
+		b.WriteString(strconv.Itoa(int(id)))
 	}
 	return "[" + b.String() + "]"
 }
