@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"strconv"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -227,4 +227,3 @@ func quoteSpan(s string, lo, hi int) string {
 	lo = min(lo, hi)
 	return strings.ReplaceAll(`"`+s[lo:hi]+`"`, "\n", `\n`)
 }
-

@@ -3,9 +3,9 @@ package tito
 import (
 	"maps"
 	"os"
-	"strconv"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
