@@ -1,0 +1,238 @@
+package tito
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+)
+
+// Mask is a loss mask: 1 on tokens the model sampled, 0 elsewhere. It encodes to JSON as an array of 0/1
+// (not base64, as []uint8 otherwise would).
+type Mask []uint8
+
+// MarshalJSON implements json.Marshaler.
+func (m Mask) MarshalJSON() ([]byte, error) { return appendMask(make([]byte, 0, 2*len(m)+2), m), nil }
+
+// UnmarshalJSON implements json.Unmarshaler: an array of 0 and 1, or null.
+func (m *Mask) UnmarshalJSON(b []byte) error {
+	var v []int
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("tito: loss_mask: %w", err)
+	}
+	if v == nil {
+		*m = nil
+		return nil
+	}
+	out := make(Mask, len(v))
+	for i, x := range v {
+		if x != 0 && x != 1 {
+			return fmt.Errorf("tito: loss_mask[%d] is %d, want 0 or 1", i, x)
+		}
+		out[i] = uint8(x)
+	}
+	*m = out
+	return nil
+}
+
+// Logprobs are per-token logprobs in which NaN means "none" (JSON null). Values round-trip bit for bit.
+type Logprobs []float64
+
+// MarshalJSON implements json.Marshaler: NaN is null, every other value is written so that it parses back to
+// the same bits. Infinities are an error (they are not JSON and never valid logprobs here).
+func (l Logprobs) MarshalJSON() ([]byte, error) {
+	return appendLogprobs(make([]byte, 0, 12*len(l)+2), l)
+}
+
+// UnmarshalJSON implements json.Unmarshaler: null entries become NaN.
+func (l *Logprobs) UnmarshalJSON(b []byte) error {
+	var v []*float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("tito: logprobs: %w", err)
+	}
+	if v == nil {
+		*l = nil
+		return nil
+	}
+	out := make(Logprobs, len(v))
+	for i, p := range v {
+		if p == nil {
+			out[i] = math.NaN()
+		} else {
+			out[i] = *p
+		}
+	}
+	*l = out
+	return nil
+}
+
+func appendIDs(b []byte, ids []int32) []byte {
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return append(b, ']')
+}
+
+func appendMask(b []byte, m []uint8) []byte {
+	b = append(b, '[')
+	for i, x := range m {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(b, uint64(x), 10)
+	}
+	return append(b, ']')
+}
+
+func appendLogprobs(b []byte, l []float64) ([]byte, error) {
+	b = append(b, '[')
+	for i, f := range l {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		switch {
+		case math.IsNaN(f):
+			b = append(b, "null"...)
+		case math.IsInf(f, 0):
+			return nil, fmt.Errorf("tito: logprobs[%d] is %v, which JSON cannot carry", i, f)
+		default:
+			b = strconv.AppendFloat(b, f, 'g', -1, 64)
+		}
+	}
+	return append(b, ']'), nil
+}
+
+// MarshalJSON implements json.Marshaler; see AppendJSON.
+func (t Trajectory) MarshalJSON() ([]byte, error) {
+	return t.AppendJSON(make([]byte, 0, 64+24*len(t.TokenIDs)))
+}
+
+// AppendJSON appends the trajectory's JSON object to b: the fields of the struct tags, in their order, with
+// token_ids, loss_mask and logprobs written by hand (the hot part; a 4k-token trajectory is about 60 KB).
+// Logprobs that are NaN are written as null.
+//
+// # Errors
+//
+// An infinite logprob, or a provenance, metrics or messages value that encoding/json rejects.
+func (t *Trajectory) AppendJSON(b []byte) ([]byte, error) {
+	var err error
+	field := func(name string, v any, omitEmpty bool) {
+		if err != nil {
+			return
+		}
+		var raw []byte
+		raw, err = json.Marshal(v)
+		if err != nil {
+			err = fmt.Errorf("tito: trajectory %s: %w", name, err)
+			return
+		}
+		if omitEmpty && (string(raw) == `""` || string(raw) == "null" || string(raw) == "{}" || string(raw) == "[]") {
+			return
+		}
+		b = append(b, ',', '"')
+		b = append(b, name...)
+		b = append(b, '"', ':')
+		b = append(b, raw...)
+	}
+	b = append(b, '{')
+	raw, jerr := json.Marshal(t.ID)
+	if jerr != nil {
+		return nil, jerr
+	}
+	b = append(b, `"id":`...)
+	b = append(b, raw...)
+	field("item_id", t.ItemID, true)
+	field("group_id", t.GroupID, true)
+	field("sample_index", t.SampleIndex, false)
+	field("status", t.Status, false)
+	field("status_reason", t.StatusReason, true)
+	field("error", t.Error, true)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"token_ids":`...)
+	b = appendIDs(b, t.TokenIDs)
+	b = append(b, `,"loss_mask":`...)
+	b = appendMask(b, t.LossMask)
+	b = append(b, `,"logprobs":`...)
+	if b, err = appendLogprobs(b, t.Logprobs); err != nil {
+		return nil, err
+	}
+	segs := t.Segments
+	if segs == nil {
+		segs = []Segment{}
+	}
+	field("segments", segs, false)
+	field("messages", rawOrNull(t.Messages), false)
+	field("reward", t.Reward, false)
+	field("label", rawOrNull(t.Label), true)
+	field("metadata", rawOrNull(t.Metadata), true)
+	prov := t.Provenance
+	if prov == nil {
+		prov = map[string]any{}
+	}
+	field("provenance", prov, false)
+	field("metrics", t.Metrics, true)
+	field("warnings", t.Warnings, true)
+	field("drift", t.Drift, true)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '}'), nil
+}
+
+func rawOrNull(r json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(r)) == 0 {
+		return json.RawMessage("null")
+	}
+	return r
+}
+
+// trajectoryJSON decodes with the struct tags of Trajectory (a defined type has no methods, so no recursion).
+type trajectoryJSON Trajectory
+
+// UnmarshalJSON implements json.Unmarshaler. It restores the trajectory's append state (the pending prompt
+// and turn count) from its segments, so that a trajectory read back can be validated or appended to.
+//
+// # Errors
+//
+// Invalid JSON, a loss mask entry other than 0/1, or a missing token_ids field. The invariants are not
+// checked here: call Validate.
+func (t *Trajectory) UnmarshalJSON(b []byte) error {
+	var v trajectoryJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("tito: trajectory: %w", err)
+	}
+	if v.TokenIDs == nil {
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(b, &probe) == nil {
+			if _, ok := probe["token_ids"]; !ok {
+				return errors.New(`tito: trajectory: no "token_ids" field`)
+			}
+		}
+	}
+	*t = Trajectory(v)
+	t.restoreState()
+	return nil
+}
+
+// restoreState recomputes pending and turns from the segments and logprobs.
+func (t *Trajectory) restoreState() {
+	t.turns = 0
+	for _, s := range t.Segments {
+		if s.Kind == KindResponse {
+			t.turns++
+		}
+	}
+	n := len(t.TokenIDs)
+	t.pending = n
+	if k := len(t.Segments); k > 0 && t.Segments[k-1].Kind == KindPrompt && len(t.Logprobs) == n && n > 0 && math.IsNaN(t.Logprobs[n-1]) {
+		t.pending = t.Segments[k-1].Offset
+	}
+}
