@@ -171,6 +171,7 @@ export class Plugin {
 }
 
 export class Tool extends Plugin {
+  private toolNames: Array<string> | null = null;
   kind(): string {
     return "tool";
   }
@@ -182,10 +183,15 @@ export class Tool extends Plugin {
     if (v == null || !v.isObject) return Result.badInput(v == null ? lastError : "input is not a JSON object");
     const n = v.get("name");
     const name = n != null && n.isString ? n.s : "";
-    const tools = this.manifest().tools;
-    let known = false;
-    for (let i = 0; i < tools.length; i++) if (tools[i].name == name) known = true;
-    if (!known) return Result.error("unknown_tool", "unknown tool " + quote(name));
+    let names = this.toolNames;
+    if (names == null) {
+      // Read the manifest once: building it parses every schema.
+      const tools = this.manifest().tools;
+      names = new Array<string>();
+      for (let i = 0; i < tools.length; i++) names.push(tools[i].name);
+      this.toolNames = names;
+    }
+    if (!names.includes(name)) return Result.error("unknown_tool", "unknown tool " + quote(name));
     const a = v.get("arguments");
     if (a == null || !a.isObject) return Result.badInput("tool " + name + ": arguments must be a JSON object");
     const id = v.get("id");

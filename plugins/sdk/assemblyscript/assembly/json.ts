@@ -148,6 +148,15 @@ const HEX = "0123456789abcdef";
 
 /** quote returns s as a JSON string literal. */
 export function quote(s: string): string {
+  let plain = true;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c == 0x22 || c == 0x5c) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return '"' + s + '"';
   let out = "";
   let run = 0;
   const parts = new Array<string>();
@@ -214,7 +223,11 @@ class JSONParser {
   }
 
   lit(word: string, v: Value): Value | null {
-    if (this.s.substr(this.i, word.length) != word) return this.fail("unknown literal");
+    for (let k = 0; k < word.length; k++) {
+      if (this.i + k >= this.s.length || this.s.charCodeAt(this.i + k) != word.charCodeAt(k)) {
+        return this.fail("unknown literal");
+      }
+    }
     this.i += word.length;
     return v;
   }
@@ -295,6 +308,16 @@ class JSONParser {
 
   str(): string | null {
     this.i++;
+    // Fast path: no escapes before the closing quote.
+    for (let j = this.i; j < this.s.length; j++) {
+      const c = this.s.charCodeAt(j);
+      if (c == 0x22) {
+        const out = this.s.substring(this.i, j);
+        this.i = j + 1;
+        return out;
+      }
+      if (c == 0x5c || c < 0x20) break;
+    }
     const parts = new Array<string>();
     let run = this.i;
     while (true) {
