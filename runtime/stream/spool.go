@@ -1,0 +1,557 @@
+package stream
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// The spool is a bbolt database (one file, spool.db) that holds every spooled message until its consumer acks it.
+//
+//	bucket "meta":            "seq" -> last assigned sequence number (uint64 big endian)
+//	bucket "q" / <consumer>:  seq (uint64 big endian) -> record value
+//	bucket "t" / <consumer>:  trajectory id -> seq
+//
+// A record value is: kind (1 byte), len(id) (uint16 big endian), id, tail. The frame sent to the consumer is
+// `{"type":"<kind>","seq":<seq>` followed by tail, so a frame is never re-encoded between spool and socket.
+//
+// One committer goroutine applies puts and acks in batches: one write transaction, one fsync, for everything
+// that arrived while the previous batch committed (group commit).
+
+const (
+	kindTrajectory byte = 1
+	kindDone       byte = 2
+
+	maxIDLen = 1 << 12 // longest trajectory or request id the spool stores
+)
+
+var (
+	bucketMeta  = []byte("meta")
+	bucketQueue = []byte("q")
+	bucketIndex = []byte("t")
+	keySeq      = []byte("seq")
+)
+
+type spoolConfig struct {
+	dir        string
+	maxRecords int
+	maxBytes   int64
+	noSync     bool
+}
+
+type spool struct {
+	db  *bolt.DB
+	cfg spoolConfig
+
+	ops    chan *spoolOp
+	stop   chan struct{}
+	exited chan struct{}
+
+	mu          sync.Mutex
+	closed      bool
+	count       int
+	bytes       int64
+	perConsumer map[string]int
+	spaceFreed  chan struct{} // closed (and replaced) whenever space is released
+	notify      map[string]map[chan struct{}]struct{}
+
+	commits uint64 // write transactions committed (guarded by mu)
+}
+
+type spoolOpKind int
+
+const (
+	opPut spoolOpKind = iota
+	opAck
+	opDrop
+)
+
+type spoolOp struct {
+	kind     spoolOpKind
+	consumer string
+
+	// put
+	recKind byte
+	id      string
+	tail    []byte
+	size    int64
+
+	// ack
+	seqs []uint64
+	ids  []string
+
+	done chan struct{}
+	// results
+	seq uint64
+	dup bool
+	n   int
+	err error
+}
+
+type spooled struct {
+	seq   uint64
+	kind  byte
+	id    string
+	frame []byte
+}
+
+func openSpool(cfg spoolConfig) (*spool, error) {
+	if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("stream: spool dir: %w", err)
+	}
+	path := filepath.Join(cfg.dir, "spool.db")
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout:        time.Second,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+		NoSync:         cfg.noSync,
+	})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("stream: spool %s is locked by another process (is another agentrt serve running with the same spool dir?)", path)
+		}
+		return nil, fmt.Errorf("stream: open spool %s: %w", path, err)
+	}
+	s := &spool{
+		db:          db,
+		cfg:         cfg,
+		ops:         make(chan *spoolOp, 1024),
+		stop:        make(chan struct{}),
+		exited:      make(chan struct{}),
+		perConsumer: map[string]int{},
+		spaceFreed:  make(chan struct{}),
+		notify:      map[string]map[chan struct{}]struct{}{},
+	}
+	var seq uint64
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta, err := tx.CreateBucketIfNotExists(bucketMeta)
+		if err != nil {
+			return err
+		}
+		if v := meta.Get(keySeq); len(v) == 8 {
+			seq = binary.BigEndian.Uint64(v)
+		}
+		q, err := tx.CreateBucketIfNotExists(bucketQueue)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketIndex); err != nil {
+			return err
+		}
+		return q.ForEachBucket(func(name []byte) error {
+			c := q.Bucket(name)
+			return c.ForEach(func(k, v []byte) error {
+				s.count++
+				s.bytes += int64(len(v))
+				s.perConsumer[string(name)]++
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("stream: read spool %s: %w", path, err)
+	}
+	go s.commitLoop(seq)
+	return s, nil
+}
+
+// close stops the committer after it has applied every queued operation, then closes the database.
+func (s *spool) close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		<-s.exited
+		return nil
+	}
+	s.closed = true
+	close(s.spaceFreed)
+	s.mu.Unlock()
+	close(s.stop)
+	<-s.exited
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("stream: close spool: %w", err)
+	}
+	return nil
+}
+
+// stats returns the number of records and bytes held.
+func (s *spool) stats() (count int, bytes int64, commits uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.count, s.bytes, s.commits
+}
+
+func (s *spool) unacked(consumer string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.perConsumer[consumer]
+}
+
+// watch returns a channel that receives a value whenever a record is added for consumer, and a func that
+// stops the watch.
+func (s *spool) watch(consumer string) (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set := s.notify[consumer]
+	if set == nil {
+		set = map[chan struct{}]struct{}{}
+		s.notify[consumer] = set
+	}
+	set[ch] = struct{}{}
+	return ch, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(set, ch)
+		if len(set) == 0 && s.notify[consumer] != nil && len(s.notify[consumer]) == 0 {
+			delete(s.notify, consumer)
+		}
+	}
+}
+
+func (s *spool) signal(consumer string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ch := range s.notify[consumer] {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// reserve waits for room for one record of size bytes.
+func (s *spool) reserve(ctx context.Context, size int64) error {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return ErrClosed
+		}
+		fits := s.count == 0 || (s.count+1 <= s.cfg.maxRecords && s.bytes+size <= s.cfg.maxBytes)
+		if fits {
+			s.count++
+			s.bytes += size
+			s.mu.Unlock()
+			return nil
+		}
+		wait := s.spaceFreed
+		s.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return fmt.Errorf("stream: spool full (%d records): %w", s.cfg.maxRecords, ctx.Err())
+		}
+	}
+}
+
+// release returns space and wakes the writers waiting for it.
+func (s *spool) release(n int, size int64) {
+	if n == 0 && size == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.count -= n
+	s.bytes -= size
+	if !s.closed {
+		close(s.spaceFreed)
+		s.spaceFreed = make(chan struct{})
+	}
+	s.mu.Unlock()
+}
+
+// put stores a record and returns its sequence number once it is committed. If the consumer already has a
+// record with this id, put stores nothing and returns the existing sequence number with dup true.
+func (s *spool) put(ctx context.Context, consumer string, kind byte, id string, tail []byte) (uint64, bool, error) {
+	if len(id) > maxIDLen {
+		return 0, false, fmt.Errorf("stream: id longer than %d bytes", maxIDLen)
+	}
+	size := int64(3 + len(id) + len(tail))
+	if err := s.reserve(ctx, size); err != nil {
+		return 0, false, err
+	}
+	op := &spoolOp{kind: opPut, consumer: consumer, recKind: kind, id: id, tail: tail, size: size, done: make(chan struct{})}
+	if err := s.submit(op); err != nil {
+		s.release(1, size)
+		return 0, false, err
+	}
+	return op.seq, op.dup, op.err
+}
+
+// ack deletes the consumer's records named by sequence number or id; unknown ones are ignored. It returns the
+// number of records deleted.
+func (s *spool) ack(consumer string, seqs []uint64, ids []string) (int, error) {
+	op := &spoolOp{kind: opAck, consumer: consumer, seqs: seqs, ids: ids, done: make(chan struct{})}
+	if err := s.submit(op); err != nil {
+		return 0, err
+	}
+	return op.n, op.err
+}
+
+// drop deletes every record of consumer.
+func (s *spool) drop(consumer string) (int, error) {
+	op := &spoolOp{kind: opDrop, consumer: consumer, done: make(chan struct{})}
+	if err := s.submit(op); err != nil {
+		return 0, err
+	}
+	return op.n, op.err
+}
+
+func (s *spool) submit(op *spoolOp) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return ErrClosed
+	}
+	select {
+	case s.ops <- op:
+	case <-s.stop:
+		return ErrClosed
+	}
+	select {
+	case <-op.done:
+		return nil
+	case <-s.exited:
+		select {
+		case <-op.done:
+			return nil
+		default:
+			return ErrClosed
+		}
+	}
+}
+
+func (s *spool) commitLoop(seq uint64) {
+	defer close(s.exited)
+	batch := make([]*spoolOp, 0, 256)
+	for {
+		batch = batch[:0]
+		select {
+		case op := <-s.ops:
+			batch = append(batch, op)
+		case <-s.stop:
+			// Apply what is still queued, then exit.
+			for {
+				select {
+				case op := <-s.ops:
+					batch = append(batch, op)
+					continue
+				default:
+				}
+				break
+			}
+			if len(batch) > 0 {
+				seq = s.commit(seq, batch)
+			}
+			return
+		}
+	fill:
+		for len(batch) < cap(batch) {
+			select {
+			case op := <-s.ops:
+				batch = append(batch, op)
+			default:
+				break fill
+			}
+		}
+		seq = s.commit(seq, batch)
+	}
+}
+
+func seqKey(seq uint64) []byte {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], seq)
+	return k[:]
+}
+
+// commit applies a batch in one transaction and answers every operation.
+func (s *spool) commit(seq uint64, batch []*spoolOp) uint64 {
+	next := seq
+	type freed struct {
+		n    int
+		size int64
+	}
+	var released freed
+	perConsumer := map[string]int{}
+	added := map[string]bool{}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		next = seq
+		released = freed{}
+		clear(perConsumer)
+		clear(added)
+		qb, ib := tx.Bucket(bucketQueue), tx.Bucket(bucketIndex)
+		for _, op := range batch {
+			op.err, op.dup, op.n, op.seq = nil, false, 0, 0
+			switch op.kind {
+			case opPut:
+				q, err := qb.CreateBucketIfNotExists([]byte(op.consumer))
+				if err != nil {
+					return err
+				}
+				ix, err := ib.CreateBucketIfNotExists([]byte(op.consumer))
+				if err != nil {
+					return err
+				}
+				if v := ix.Get([]byte(op.id)); len(v) == 8 {
+					op.seq, op.dup = binary.BigEndian.Uint64(v), true
+					released.n++
+					released.size += op.size
+					continue
+				}
+				next++
+				val := make([]byte, 0, op.size)
+				val = append(val, op.recKind, byte(len(op.id)>>8), byte(len(op.id)))
+				val = append(val, op.id...)
+				val = append(val, op.tail...)
+				if err := q.Put(seqKey(next), val); err != nil {
+					return err
+				}
+				if err := ix.Put([]byte(op.id), seqKey(next)); err != nil {
+					return err
+				}
+				op.seq = next
+				perConsumer[op.consumer]++
+				added[op.consumer] = true
+			case opAck, opDrop:
+				q, ix := qb.Bucket([]byte(op.consumer)), ib.Bucket([]byte(op.consumer))
+				if q == nil || ix == nil {
+					continue
+				}
+				del := func(seq uint64) error {
+					k := seqKey(seq)
+					v := q.Get(k)
+					if len(v) < 3 {
+						return nil
+					}
+					idLen := int(v[1])<<8 | int(v[2])
+					id := append([]byte(nil), v[3:3+idLen]...)
+					released.n++
+					released.size += int64(len(v))
+					op.n++
+					perConsumer[op.consumer]--
+					if err := q.Delete(k); err != nil {
+						return err
+					}
+					return ix.Delete(id)
+				}
+				if op.kind == opDrop {
+					var all []uint64
+					if err := q.ForEach(func(k, _ []byte) error {
+						all = append(all, binary.BigEndian.Uint64(k))
+						return nil
+					}); err != nil {
+						return err
+					}
+					op.seqs = all
+				}
+				for _, sq := range op.seqs {
+					if err := del(sq); err != nil {
+						return err
+					}
+				}
+				for _, id := range op.ids {
+					if v := ix.Get([]byte(id)); len(v) == 8 {
+						if err := del(binary.BigEndian.Uint64(v)); err != nil {
+							return err
+						}
+					}
+				}
+			}
+		}
+		if next != seq {
+			return tx.Bucket(bucketMeta).Put(keySeq, seqKey(next))
+		}
+		return nil
+	})
+	if err != nil {
+		err = fmt.Errorf("stream: spool commit: %w", err)
+		var n int
+		var size int64
+		for _, op := range batch {
+			op.err = err
+			if op.kind == opPut {
+				n++
+				size += op.size
+			}
+		}
+		s.release(n, size)
+		for _, op := range batch {
+			close(op.done)
+		}
+		return seq
+	}
+	s.mu.Lock()
+	s.commits++
+	for c, d := range perConsumer {
+		s.perConsumer[c] += d
+		if s.perConsumer[c] <= 0 {
+			delete(s.perConsumer, c)
+		}
+	}
+	s.mu.Unlock()
+	s.release(released.n, released.size)
+	for _, op := range batch {
+		close(op.done)
+	}
+	for c := range added {
+		s.signal(c)
+	}
+	return next
+}
+
+// next returns up to max records of consumer with a sequence number above after, in order, as ready-to-send
+// frames, stopping early once maxBytes is reached (at least one record is returned when there is one).
+func (s *spool) next(consumer string, after uint64, max int, maxBytes int64) ([]spooled, error) {
+	var out []spooled
+	err := s.db.View(func(tx *bolt.Tx) error {
+		q := tx.Bucket(bucketQueue).Bucket([]byte(consumer))
+		if q == nil {
+			return nil
+		}
+		c := q.Cursor()
+		var total int64
+		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
+			if len(v) < 3 {
+				continue
+			}
+			sq := binary.BigEndian.Uint64(k)
+			idLen := int(v[1])<<8 | int(v[2])
+			tail := v[3+idLen:]
+			var typ string
+			switch v[0] {
+			case kindTrajectory:
+				typ = TypeTrajectory
+			case kindDone:
+				typ = TypeRequestDone
+			default:
+				continue
+			}
+			frame := make([]byte, 0, len(`{"type":"","seq":}`)+len(typ)+20+len(tail))
+			frame = append(frame, `{"type":"`...)
+			frame = append(frame, typ...)
+			frame = append(frame, `","seq":`...)
+			frame = strconv.AppendUint(frame, sq, 10)
+			frame = append(frame, tail...)
+			out = append(out, spooled{seq: sq, kind: v[0], id: string(v[3 : 3+idLen]), frame: frame})
+			total += int64(len(frame))
+			if total >= maxBytes {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("stream: spool read: %w", err)
+	}
+	return out, nil
+}
