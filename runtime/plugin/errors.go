@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -42,9 +43,10 @@ type TrapError struct {
 }
 
 func (e *TrapError) Error() string {
-	msg := fmt.Sprintf("plugin: %s: %s trapped: %v", e.Plugin, e.Func, e.Err)
+	// wazero appends the whole wasm stack trace to the message: keep its first line (Unwrap has the rest).
+	msg := fmt.Sprintf("plugin: %s: %s trapped: %s", e.Plugin, e.Func, firstLines(e.Err.Error(), 1))
 	if e.Stderr != "" {
-		msg += "; guest stderr: " + firstLines(e.Stderr, 3)
+		msg += "; guest stderr: " + firstLines(e.Stderr, 2)
 	}
 	return msg
 }
@@ -108,14 +110,11 @@ func (e *GuestError) Error() string {
 	return fmt.Sprintf("plugin: %s: %s returned error %s: %s", e.Plugin, e.Func, e.Code, e.Message)
 }
 
+// firstLines returns the first n lines of s, joined by " | ", with " ..." if there was more.
 func firstLines(s string, n int) string {
-	lines := 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			if lines++; lines == n {
-				return s[:i] + " ..."
-			}
-		}
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, " | ")
 	}
-	return s
+	return strings.Join(lines[:n], " | ") + " ..."
 }

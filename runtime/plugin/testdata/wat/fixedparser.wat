@@ -1,0 +1,19 @@
+;; A parser that returns the same two calls for any input, without parsing: it isolates the host's cost of
+;; writing a completion and decoding a parse result.
+;; Rebuild: scripts/wasm.d/10-go-plugins.sh (wat2wasm). Sources of the plugin host's ABI edge-case tests.
+(module
+  (import "agentrt_v1" "log" (func $log (param i32 i32 i32)))
+  (memory (export "memory") 2)
+  (data (i32.const 16) "{\"abi_version\":1,\"kind\":\"parser\",\"name\":\"fixed\"}")
+  (data (i32.const 1024) "{\"ok\":{}}")
+  (data (i32.const 1100) "{\"ok\":{\"text\":\"ok\"}}")
+  (data (i32.const 2000) "{\"ok\":{\"calls\":[{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\",\"unit\":\"celsius\"},\"span\":[10,90]},{\"name\":\"get_time\",\"arguments\":{\"tz\":\"Europe/Paris\"},\"span\":[91,160]}],\"normal_text\":\"I will check the weather and the time for you.\"}}")
+  (func (export "agentrt_abi_version") (result i32) (i32.const 1))
+  ;; one input buffer at 4096 (inputs up to 124 KiB)
+  (func (export "agentrt_alloc") (param $size i32) (result i32) (i32.const 4096))
+  (func (export "agentrt_free") (param $ptr i32))
+  (func (export "agentrt_describe") (result i64) (i64.or (i64.shl (i64.const 16) (i64.const 32)) (i64.const 48)))
+  (func (export "agentrt_init") (param $ptr i32) (param $len i32) (result i64) (i64.or (i64.shl (i64.const 1024) (i64.const 32)) (i64.const 9)))
+  (func (export "agentrt_call") (param $ptr i32) (param $len i32) (result i64)
+    (i64.or (i64.shl (i64.const 2000) (i64.const 32)) (i64.const 235)))
+)
