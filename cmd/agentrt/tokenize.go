@@ -1,7 +1,110 @@
 package main
 
-import "context"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
 
-func runTokenize(ctx context.Context, args []string, io stdio) int {
-	return notYet(io, "tokenize", "issue 2: the TITO core")
+	"github.com/agentrt/agentrt/tito"
+)
+
+func runTokenize(_ context.Context, args []string, io stdio) int {
+	fs := flag.NewFlagSet("agentrt tokenize", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	model := fs.String("model", "", "Hugging Face model folder (tokenizer.json, tokenizer_config.json)")
+	decode := fs.Bool("decode", false, "read a JSON array of token ids on stdin and print their text")
+	special := fs.Bool("special", false, "encode: add the tokenizer's special tokens (e.g. Llama's <|begin_of_text|>)")
+	skipSpecial := fs.Bool("skip-special", false, "decode: leave special tokens out of the text")
+	fs.Usage = func() {
+		fmt.Fprintln(io.err, "usage: agentrt tokenize --model DIR [--special] < text")
+		fmt.Fprintln(io.err, "       agentrt tokenize --model DIR --decode [--skip-special] < ids.json")
+		fmt.Fprintln(io.err, "\nEncodes stdin exactly as read (a trailing newline is a token too: use printf, not echo) and prints")
+		fmt.Fprintln(io.err, "the ids as a JSON array; with --decode prints the text of a JSON id array, with nothing added.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *model == "" || fs.NArg() > 0 {
+		fmt.Fprintln(io.err, "agentrt tokenize: --model is required, and no positional arguments (the input is stdin)")
+		fs.Usage()
+		return exitUsage
+	}
+	if *decode && *special {
+		fmt.Fprintln(io.err, "agentrt tokenize: --special applies to encoding; with --decode use --skip-special")
+		return exitUsage
+	}
+	if !*decode && *skipSpecial {
+		fmt.Fprintln(io.err, "agentrt tokenize: --skip-special applies to --decode; to add special tokens when encoding use --special")
+		return exitUsage
+	}
+	input, err := tokenizeReadStdin(io.in)
+	if err != nil {
+		fmt.Fprintf(io.err, "agentrt tokenize: reading stdin: %v\n", err)
+		return exitFailure
+	}
+	var ids []int32
+	if *decode {
+		if ids, err = tokenizeParseIDs(input); err != nil {
+			fmt.Fprintf(io.err, "agentrt tokenize: stdin: %v\n", err)
+			return exitFailure
+		}
+	}
+	m, err := tito.LoadModel(*model)
+	if err != nil {
+		fmt.Fprintf(io.err, "agentrt tokenize: %v\n", err)
+		return exitStartup
+	}
+	defer m.Close()
+	if *decode {
+		if _, err := fmt.Fprint(io.out, m.Tokenizer.Decode(ids, *skipSpecial)); err != nil {
+			return exitFailure
+		}
+		return exitOK
+	}
+	out, _ := json.Marshal(m.Tokenizer.Encode(string(input), *special))
+	if _, err := fmt.Fprintf(io.out, "%s\n", out); err != nil {
+		return exitFailure
+	}
+	return exitOK
+}
+
+func tokenizeReadStdin(r io.Reader) ([]byte, error) {
+	if r == nil {
+		return nil, nil
+	}
+	return io.ReadAll(r)
+}
+
+// tokenizeParseIDs reads a JSON array of token ids, naming what is wrong and where.
+func tokenizeParseIDs(data []byte) ([]int32, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty: want a JSON array of token ids, e.g. [9707, 1879]")
+	}
+	var raw []json.Number
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil {
+		return nil, fmt.Errorf("not a JSON array of token ids (e.g. [9707, 1879]): %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("unexpected data after the JSON array at byte %d", dec.InputOffset())
+	}
+	ids := make([]int32, len(raw))
+	for i, n := range raw {
+		v, err := n.Int64()
+		if err != nil || v < 0 || v > math.MaxInt32 {
+			return nil, fmt.Errorf("element %d (%s) is not a token id (an integer in 0..%d)", i, n, math.MaxInt32)
+		}
+		ids[i] = int32(v)
+	}
+	return ids, nil
 }
