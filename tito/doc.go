@@ -4,4 +4,13 @@
 // are checked on every append.
 //
 // It does no I/O beyond reading model files and knows nothing of SGLang, plugins or the agent loop.
+//
+// Entry points: LoadModel reads a model folder into a Model (its Tokenizer, chat template source, special
+// tokens, StopIDs and sha256s for provenance). Tokenizer runs the Hugging Face Rust tokenizers library through
+// cgo (the static library of github.com/daulet/tokenizers v1.22.1, built by `make setup`); it is safe for
+// concurrent use. Trajectory is the token manager of one episode: AppendPrompt, NextRequest and
+// AppendResponse enforce DESIGN.md's invariants (prefix, verbatim responses, aligned arrays) and return an
+// *InvariantError instead of repairing anything; Validate re-checks a whole trajectory, Audit records
+// re-tokenization drift per response segment, SlimeSample exports slime's Sample fields. A Trajectory
+// belongs to one goroutine. Read Example first.
 package tito
