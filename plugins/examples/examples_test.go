@@ -355,6 +355,28 @@ func TestRustRewardHook(t *testing.T) {
 	}
 }
 
+// TestEchoModules loads the modules named in AGENTRT_ECHO_WASM (space-separated) and calls their "echo" tool:
+// scripts/test.d/30-sdk-readmes.sh builds the "from scratch" plugin of each SDK README and runs this on them.
+// Skipped when the variable is unset.
+func TestEchoModules(t *testing.T) {
+	files := strings.Fields(os.Getenv("AGENTRT_ECHO_WASM"))
+	if len(files) == 0 {
+		t.Skip("AGENTRT_ECHO_WASM is not set (scripts/test.d/30-sdk-readmes.sh sets it)")
+	}
+	h := newHost(t)
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			tl := tool(t, h, f)
+			if r := call(t, tl, "echo", json.RawMessage(`{"text":"hi \"there\" \u00e9"}`)); r.IsError || r.Text != `hi "there" é` {
+				t.Errorf("echo = %+v, want the text back", r)
+			}
+			if r := call(t, tl, "echo", json.RawMessage(`{}`)); !r.IsError || r.ErrorCode != abi.CodeBadInput {
+				t.Errorf("echo without text = %+v, want a bad_input error result", r)
+			}
+		})
+	}
+}
+
 func deref(p *float64) any {
 	if p == nil {
 		return nil
