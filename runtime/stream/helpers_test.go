@@ -183,3 +183,5 @@ func num(m map[string]any, k string) uint64 {
 	f, _ := m[k].(float64)
 	return uint64(f)
 }
+
+func newHTTPServer(h http.Handler) *httptest.Server { return httptest.NewServer(h) }

@@ -606,14 +606,17 @@ func (e *emitter) Finish(ctx context.Context, f Finished) error {
 	}
 	h := tailOf(trajectoryHeader{Type: TypeTrajectory, RequestID: e.r.ID, ItemID: f.ItemID, SampleIndex: f.SampleIndex,
 		GroupID: f.GroupID, TrajectoryID: f.TrajectoryID}, trajectoryPrefix)
-	tail := make([]byte, 0, len(h)+len(`,"trajectory":`)+len(t))
-	tail = append(tail, h[:len(h)-1]...) // drop the closing brace
-	tail = append(tail, `,"trajectory":`...)
-	tail = append(tail, t...)
-	tail = append(tail, '}')
+	if len(f.TrajectoryID) > maxIDLen {
+		return fmt.Errorf("stream: trajectory id longer than %d bytes", maxIDLen)
+	}
+	val := recordValue(kindTrajectory, f.TrajectoryID, len(h)+len(`,"trajectory":`)+len(t))
+	val = append(val, h[:len(h)-1]...) // drop the closing brace
+	val = append(val, `,"trajectory":`...)
+	val = append(val, t...)
+	val = append(val, '}')
 	pctx, cancel := e.s.withHardStop(ctx)
 	defer cancel()
-	_, dup, err := e.s.spool.put(pctx, e.r.Consumer, kindTrajectory, f.TrajectoryID, tail)
+	_, dup, err := e.s.spool.putValue(pctx, e.r.Consumer, f.TrajectoryID, val)
 	if err != nil {
 		return fmt.Errorf("stream: spool trajectory %s: %w", f.TrajectoryID, err)
 	}

@@ -79,10 +79,9 @@ type spoolOp struct {
 	consumer string
 
 	// put
-	recKind byte
-	id      string
-	tail    []byte
-	size    int64
+	id   string
+	val  []byte // kind, len(id), id, tail: see the layout above
+	size int64
 
 	// ack
 	seqs []uint64
@@ -113,6 +112,8 @@ func openSpool(cfg spoolConfig) (*spool, error) {
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
 		NoSync:         cfg.noSync,
+		// Map enough up front that a growing spool rarely remaps (a remap waits for every reader).
+		InitialMmapSize: int(min(2*cfg.maxBytes, 1<<30)),
 	})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
@@ -269,17 +270,29 @@ func (s *spool) release(n int, size int64) {
 	s.mu.Unlock()
 }
 
+// recordValue builds a record value with room for tailLen bytes of tail, which the caller appends.
+func recordValue(kind byte, id string, tailLen int) []byte {
+	v := make([]byte, 0, 3+len(id)+tailLen)
+	v = append(v, kind, byte(len(id)>>8), byte(len(id)))
+	return append(v, id...)
+}
+
 // put stores a record and returns its sequence number once it is committed. If the consumer already has a
 // record with this id, put stores nothing and returns the existing sequence number with dup true.
 func (s *spool) put(ctx context.Context, consumer string, kind byte, id string, tail []byte) (uint64, bool, error) {
 	if len(id) > maxIDLen {
 		return 0, false, fmt.Errorf("stream: id longer than %d bytes", maxIDLen)
 	}
-	size := int64(3 + len(id) + len(tail))
+	return s.putValue(ctx, consumer, id, append(recordValue(kind, id, len(tail)), tail...))
+}
+
+// putValue is put with a value built by recordValue (the trajectory hot path: one copy of the trajectory).
+func (s *spool) putValue(ctx context.Context, consumer string, id string, val []byte) (uint64, bool, error) {
+	size := int64(len(val))
 	if err := s.reserve(ctx, size); err != nil {
 		return 0, false, err
 	}
-	op := &spoolOp{kind: opPut, consumer: consumer, recKind: kind, id: id, tail: tail, size: size, done: make(chan struct{})}
+	op := &spoolOp{kind: opPut, consumer: consumer, id: id, val: val, size: size, done: make(chan struct{})}
 	if err := s.submit(op); err != nil {
 		s.release(1, size)
 		return 0, false, err
@@ -409,11 +422,8 @@ func (s *spool) commit(seq uint64, batch []*spoolOp) uint64 {
 					continue
 				}
 				next++
-				val := make([]byte, 0, op.size)
-				val = append(val, op.recKind, byte(len(op.id)>>8), byte(len(op.id)))
-				val = append(val, op.id...)
-				val = append(val, op.tail...)
-				if err := q.Put(seqKey(next), val); err != nil {
+				// bbolt keeps the slice until the commit writes it; nobody else holds it.
+				if err := q.Put(seqKey(next), op.val); err != nil {
 					return err
 				}
 				if err := ix.Put([]byte(op.id), seqKey(next)); err != nil {

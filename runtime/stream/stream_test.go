@@ -503,7 +503,7 @@ func TestControlMessages(t *testing.T) {
 	c.nextType("accepted")
 	tr := c.nextType("trajectory")
 	segs := tr["trajectory"].(map[string]any)["segments"].([]any)
-	if wv := segs[1].(map[string]any)["provenance"].(map[string]any)["weight_version"]; wv != "step-7" {
+	if wv := segs[1].(map[string]any)["info"].(map[string]any)["weight_version"]; wv != "step-7" {
 		t.Fatalf("weight_version after update = %v", wv)
 	}
 }
@@ -541,7 +541,9 @@ func TestSupersededAndFreshSession(t *testing.T) {
 	ts := newTestServer(t, testConfig(), &fakerunner.Runner{Tokens: 16})
 	c1, _ := connect(t, ts.url, "trainer", 100, nil)
 	c1.send(submit("r", 1, 3))
-	receive(t, c1, 3, false)
+	if _, dones := receive(t, c1, 3, false); len(dones) == 0 {
+		c1.nextType("request_done")
+	}
 	c2, w := connect(t, ts.url, "trainer", 100, nil)
 	if e := c1.nextType("error"); e["code"] != "superseded" {
 		t.Fatal(e)

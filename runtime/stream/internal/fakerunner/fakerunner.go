@@ -195,25 +195,37 @@ func Trajectory(requestID, itemID string, sample, tokens, turns int, weightVersi
 	prompt := tokens / 4
 	rest := tokens - prompt
 	per := rest / (2*turns - 1)
-	type seg struct {
-		Kind       string         `json:"kind"`
-		Offset     int            `json:"offset"`
-		Length     int            `json:"length"`
-		Turn       int            `json:"turn"`
-		Provenance map[string]any `json:"provenance,omitempty"`
+	type info struct {
+		Server        string  `json:"server"`
+		RID           string  `json:"rid"`
+		WeightVersion string  `json:"weight_version"`
+		PromptTokens  int     `json:"prompt_tokens"`
+		CachedTokens  int     `json:"cached_tokens"`
+		FinishReason  string  `json:"finish_reason"`
+		LatencyMS     float64 `json:"latency_ms"`
 	}
+	type seg struct {
+		Kind   string `json:"kind"`
+		Offset int    `json:"offset"`
+		Length int    `json:"length"`
+		Turn   int    `json:"turn"`
+		Info   *info  `json:"info,omitempty"`
+	}
+	// Segments follow tito.Trajectory: the prompt sent in call n and the response it returned share Turn n.
 	segs := []seg{{Kind: "prompt", Offset: 0, Length: prompt, Turn: 0}}
 	off := prompt
-	var turnInfo []map[string]any
 	for t := 0; t < turns; t++ {
 		n := per
 		if t == turns-1 {
 			n = tokens - off
 		}
-		segs = append(segs, seg{Kind: "response", Offset: off, Length: n, Turn: t,
-			Provenance: map[string]any{"weight_version": weightVersion, "rid": fmt.Sprintf("rid-%x-%d", h.Sum64(), t)}})
-		turnInfo = append(turnInfo, map[string]any{"turn": t, "prompt_tokens": off, "cached_tokens": max(0, off-per), "completion_tokens": n,
-			"weight_version": weightVersion, "finish_reason": map[string]any{"type": "stop"}})
+		cached := 0
+		if t > 0 {
+			cached = off - per // everything but the new tool-result prompt was in the radix cache
+		}
+		segs = append(segs, seg{Kind: "response", Offset: off, Length: n, Turn: t, Info: &info{Server: "fake",
+			RID: fmt.Sprintf("%x-%d", h.Sum64(), t), WeightVersion: weightVersion, PromptTokens: off, CachedTokens: cached,
+			FinishReason: "stop", LatencyMS: 1}})
 		off += n
 		if t < turns-1 {
 			segs = append(segs, seg{Kind: "prompt", Offset: off, Length: per, Turn: t + 1})
@@ -250,12 +262,15 @@ func Trajectory(requestID, itemID string, sample, tokens, turns int, weightVersi
 	}
 	buf = append(buf, ']')
 	rest2, _ := json.Marshal(map[string]any{
+		"id":            fmt.Sprintf("%s/%s/%d", requestID, itemID, sample),
+		"item_id":       itemID,
+		"sample_index":  sample,
 		"segments":      segs,
 		"status":        "completed",
-		"status_reason": "no_tool_call",
+		"status_reason": "stop",
 		"messages":      []map[string]any{{"role": "user", "content": "synthetic " + itemID}, {"role": "assistant", "content": "done"}},
 		"reward":        float64(rng.IntN(2)),
-		"provenance":    map[string]any{"server": "fake", "turns": turnInfo},
+		"provenance":    map[string]any{"model": "fake", "tokenizer_sha256": "0"},
 	})
 	buf = append(buf, ',')
 	buf = append(buf, rest2[1:]...)
