@@ -3,14 +3,20 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/sglang/emulator"
 )
 
 // Config is the whole runtime configuration, as runtime.toml spells it. Decoding (strict, with file and line in
 // errors) lives in runtime/config; this package only defines the shape, defaults and validation.
 type Config struct {
-	Server   ServerConfig   `toml:"server"`
-	SGLang   SGLangConfig   `toml:"sglang"`
+	Server ServerConfig `toml:"server"`
+	// SGLang says where inference runs: sglang.workers (the single value "emulator" starts the built-in
+	// emulator in-process) or sglang.gateway, plus the client's limits and retry policy.
+	SGLang   sglang.Config  `toml:"sglang"`
 	Emulator EmulatorConfig `toml:"emulator"`
 	Plugins  PluginsConfig  `toml:"plugins"`
 	Agents   []AgentConfig  `toml:"agent"`
@@ -34,35 +40,14 @@ type ServerConfig struct {
 	Concurrency int `toml:"concurrency"`
 }
 
-// SGLangConfig says where inference runs.
-type SGLangConfig struct {
-	// Workers are SGLang server URLs; the single value "emulator" starts the built-in emulator in-process.
-	Workers []string `toml:"workers"`
-	// Gateway is one SGLang Model Gateway URL, used instead of Workers.
-	Gateway string `toml:"gateway"`
-	// APIKey is sent as a bearer token to SGLang when set.
-	APIKey string `toml:"api_key"`
-	// MaxInFlightPerWorker bounds concurrent /generate requests per worker.
-	MaxInFlightPerWorker int `toml:"max_in_flight_per_worker"`
-	// RequestTimeout bounds one /generate call, retries included.
-	RequestTimeout Duration `toml:"request_timeout"`
-	// MaxRetries bounds retries of retryable failures (5xx, 429, connection errors).
-	MaxRetries int `toml:"max_retries"`
-}
-
-// EmulatorConfig configures the built-in SGLang emulator (used when sglang.workers = ["emulator"]).
+// EmulatorConfig configures the built-in SGLang emulator, started in-process when sglang.workers = ["emulator"].
+// Its keys are the emulator's own (see sglang/emulator.Config), plus the script and log files.
 type EmulatorConfig struct {
-	Seed             int64    `toml:"seed"`
-	Policy           string   `toml:"policy"`
-	Format           string   `toml:"format"`
-	Script           string   `toml:"script"`
-	ContextLength    int      `toml:"context_length"`
-	LatencyBase      Duration `toml:"latency_base"`
-	LatencyPerToken  Duration `toml:"latency_per_output_token"`
-	NonCanonicalRate float64  `toml:"noncanonical_rate"`
-	MalformedRate    float64  `toml:"malformed_rate"`
-	FaultRate        float64  `toml:"fault_rate"`
-	Log              string   `toml:"log"`
+	emulator.Config
+	// Script is the JSONL file of the scripted policy's replies.
+	Script string `toml:"script"`
+	// Log writes every request and response as JSON lines to this file.
+	Log string `toml:"log"`
 }
 
 // PluginsConfig configures the Wasm plugin host.
@@ -153,13 +138,13 @@ type PluginConfig struct {
 	Only []string `toml:"only"`
 	// Timeout is the per-call wall-clock limit (tools: overrides the agent's tool_timeout).
 	Timeout Duration `toml:"timeout"`
-	// MemoryPages caps a sandboxed plugin's memory in 64 KiB pages.
-	MemoryPages int `toml:"memory_pages"`
+	// MaxMemoryMB caps each instance's memory (default 64 for plugin files).
+	MaxMemoryMB int `toml:"max_memory_mb"`
 	// Mounts grants read-only directories: "host_dir:guest_dir".
 	Mounts []string `toml:"mounts"`
-	// Walltime and Random grant the real clock and a random source to a sandboxed plugin.
-	Walltime bool `toml:"walltime"`
-	Random   bool `toml:"random"`
+	// Clock and Random grant the real clock and a random source to a sandboxed plugin.
+	Clock  bool `toml:"clock"`
+	Random bool `toml:"random"`
 	// Config is passed to the plugin at instantiation, as JSON.
 	Config map[string]any `toml:"config"`
 }
@@ -203,15 +188,24 @@ func DefaultConfig() Config {
 			ShutdownGrace:        Duration{30 * time.Second},
 			Concurrency:          256,
 		},
-		SGLang: SGLangConfig{
-			Workers:              []string{"emulator"},
-			MaxInFlightPerWorker: 1024,
-			RequestTimeout:       Duration{10 * time.Minute},
-			MaxRetries:           5,
-		},
-		Emulator: EmulatorConfig{Seed: 1, Policy: "agentic", Format: "hermes", ContextLength: 32768},
+		SGLang:   defaultSGLang(),
+		Emulator: EmulatorConfig{Config: emulator.DefaultConfig()},
 		Plugins:  PluginsConfig{CacheDir: "~/.cache/agentrt/wazero"},
 	}
+}
+
+func defaultSGLang() sglang.Config {
+	c := sglang.DefaultConfig()
+	c.Workers = []string{EmulatorWorker}
+	return c
+}
+
+// EmulatorWorker is the sglang.workers value that starts the built-in SGLang emulator in-process.
+const EmulatorWorker = "emulator"
+
+// UsesEmulator reports whether the config asks for the in-process emulator.
+func (c *Config) UsesEmulator() bool {
+	return len(c.SGLang.Workers) == 1 && c.SGLang.Workers[0] == EmulatorWorker && c.SGLang.Gateway == ""
 }
 
 // DefaultAgent returns the defaults each [[agent]] table is decoded over.
@@ -237,8 +231,15 @@ func (c *Config) Validate() error {
 	if len(c.SGLang.Workers) == 0 && c.SGLang.Gateway == "" {
 		return &FieldError{"sglang.workers", "no SGLang server: set workers (or [\"emulator\"]) or gateway"}
 	}
-	if len(c.SGLang.Workers) > 0 && c.SGLang.Gateway != "" {
-		return &FieldError{"sglang.gateway", "set either workers or gateway, not both"}
+	if !c.UsesEmulator() {
+		for _, w := range c.SGLang.Workers {
+			if w == EmulatorWorker {
+				return &FieldError{"sglang.workers", "\"emulator\" must be the only worker (and no gateway)"}
+			}
+		}
+		if err := c.SGLang.Validate(); err != nil {
+			return &FieldError{"sglang.workers", strings.TrimPrefix(err.Error(), "sglang: config: ")}
+		}
 	}
 	if c.Server.Concurrency <= 0 {
 		return &FieldError{"server.concurrency", "must be > 0"}

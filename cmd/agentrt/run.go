@@ -1,7 +1,229 @@
 package main
 
-import "context"
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/tito"
+)
+
+const runUsage = `usage: agentrt run CONFIG --prompts FILE --out FILE [flags]
+
+Runs every prompt of FILE (JSON lines: "id", "messages" or "prompt", optional "n", "label", "metadata",
+"sampling_params") through the agent and appends one trajectory per sample to --out, as JSON lines.
+Re-running with the same --out runs only the samples that are not in it yet. Ctrl-C stops starting
+episodes, aborts the ones in flight (they are not written, so a re-run completes them) and keeps
+everything finished; a second Ctrl-C quits at once.
+
+flags:
+`
 
 func runRun(ctx context.Context, args []string, io stdio) int {
-	return notYet(io, "run", "issue 5: the agent loop and agentrt run")
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	prompts := fs.String("prompts", "", "JSONL file of prompts (required)")
+	out := fs.String("out", "", "JSONL file the trajectories are appended to (required)")
+	agentName := fs.String("agent", "", "agent to run (default: the only one in CONFIG)")
+	concurrency := fs.Int("concurrency", 0, "episodes in flight (default: server.concurrency from CONFIG)")
+	n := fs.Int("n", 0, "samples per prompt, for prompts that do not say (default 1)")
+	quiet := fs.Bool("quiet", false, "no progress bar")
+	fs.Usage = func() { fmt.Fprint(io.err, runUsage); fs.PrintDefaults() }
+	cfgPath, rest := splitPositional(args)
+	if err := fs.Parse(rest); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if cfgPath == "" && fs.NArg() > 0 {
+		cfgPath = fs.Arg(0)
+	}
+	if cfgPath == "" || *prompts == "" || *out == "" {
+		fs.Usage()
+		return exitUsage
+	}
+
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() { <-ctx.Done(); stop() }() // a second signal kills the process (default behaviour)
+
+	cfg, err := loadConfig(cfgPath)
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt run:", err)
+		return exitStartup
+	}
+	f, err := os.Open(*prompts)
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt run:", err)
+		return exitUsage
+	}
+	items, err := runtime.ReadItems(f, *prompts)
+	f.Close()
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt run:", err)
+		return exitUsage
+	}
+	done, err := finishedIDs(*out)
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt run:", err)
+		return exitStartup
+	}
+	var eps []runtime.Episode
+	for i := range items {
+		if items[i].N == 0 && *n > 0 {
+			items[i].N = *n
+		}
+		for _, ep := range items[i].Episodes("") {
+			if !done[ep.ID] {
+				eps = append(eps, ep)
+			}
+		}
+	}
+	skipped := len(done)
+
+	sys, err := buildSystem(ctx, cfg, io.err)
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt run:", err)
+		return exitStartup
+	}
+	defer sys.Close()
+	agent, err := sys.Agent(*agentName)
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt run:", err)
+		return exitStartup
+	}
+
+	w, err := os.OpenFile(*out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt run:", err)
+		return exitStartup
+	}
+	bw := bufio.NewWriterSize(w, 1<<20)
+	emit := func(t *tito.Trajectory) error {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return err
+		}
+		bw.Write(b)
+		bw.WriteByte('\n')
+		if bw.Buffered() > 512<<10 {
+			return bw.Flush()
+		}
+		return nil
+	}
+	c := *concurrency
+	if c <= 0 {
+		c = cfg.Server.Concurrency
+	}
+	var bar *progressbar.ProgressBar
+	var progress func(runtime.Stats)
+	if !*quiet {
+		bar = progressbar.NewOptions(len(eps), progressbar.OptionSetWriter(io.err), progressbar.OptionSetWidth(20),
+			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
+		progress = func(s runtime.Stats) {
+			secs := max(s.Elapsed.Seconds(), 1e-9)
+			bar.Describe(fmt.Sprintf("%.1f ep/s %.0f tok/s %s", float64(s.Done)/secs, float64(s.Tokens)/secs, statusLine(s.ByStatus)))
+			bar.Set(s.Done)
+		}
+	}
+	var final runtime.Stats
+	t0 := time.Now()
+	runErr := runtime.RunBatch(ctx, agent, eps, c, emit, func(s runtime.Stats) {
+		final = s
+		if progress != nil {
+			progress(s)
+		}
+	})
+	if err := bw.Flush(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if err := w.Close(); err != nil && runErr == nil {
+		runErr = err
+	}
+	if bar != nil {
+		bar.Finish()
+	}
+	secs := time.Since(t0).Seconds()
+	fmt.Fprintf(io.err, "agentrt run: %d episodes in %.1fs (%.1f ep/s, %.0f tok/s), %s; %d already in %s\n",
+		final.Done, secs, float64(final.Done)/max(secs, 1e-9), float64(final.Tokens)/max(secs, 1e-9),
+		statusLine(final.ByStatus), skipped, *out)
+	if runErr != nil {
+		fmt.Fprintln(io.err, "agentrt run:", runErr)
+		return exitFailure
+	}
+	return exitOK
 }
+
+// splitPositional takes a leading positional argument (CONFIG) off args, so flags may follow it.
+func splitPositional(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func statusLine(by map[string]int) string {
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, by[k]))
+	}
+	if len(parts) == 0 {
+		return "nothing run"
+	}
+	return strings.Join(parts, " ")
+}
+
+// finishedIDs reads the trajectory ids already in out. A last line cut short by a crash is dropped (the file is
+// truncated to its last complete line) so that appending keeps the file valid JSONL.
+func finishedIDs(out string) (map[string]bool, error) {
+	done := map[string]bool{}
+	b, err := os.ReadFile(out)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if n := len(b); n > 0 && b[n-1] != '\n' {
+		cut := bytes.LastIndexByte(b, '\n') + 1
+		if err := os.Truncate(out, int64(cut)); err != nil {
+			return nil, err
+		}
+		b = b[:cut]
+	}
+	for i, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var t struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(line, &t); err != nil || t.ID == "" {
+			return nil, fmt.Errorf("%s:%d: not a trajectory line (want JSON with an \"id\"): refusing to append to it", out, i+1)
+		}
+		done[t.ID] = true
+	}
+	return done, nil
+}
+
+var _ io.Writer = (*bufio.Writer)(nil)

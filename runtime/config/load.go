@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 
 	"github.com/BurntSushi/toml"
 
 	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/sglang"
 )
 
 // Error is a configuration error that names where it is: file, line (0 when unknown) and key.
@@ -38,7 +40,7 @@ func (e *Error) Error() string {
 // shadow is runtime.Config with the agents kept raw, so each is decoded over runtime.DefaultAgent().
 type shadow struct {
 	Server   runtime.ServerConfig   `toml:"server"`
-	SGLang   runtime.SGLangConfig   `toml:"sglang"`
+	SGLang   sglang.Config          `toml:"sglang"`
 	Emulator runtime.EmulatorConfig `toml:"emulator"`
 	Plugins  runtime.PluginsConfig  `toml:"plugins"`
 	Agents   []toml.Primitive       `toml:"agent"`
@@ -177,22 +179,33 @@ func unquote(k string) string {
 	return strings.Join(parts, ".")
 }
 
-// known lists every key runtime.toml accepts, to suggest the closest one for a typo.
-var known = []string{
-	"server.addr", "server.token", "server.spool_dir", "server.spool_max_trajectories", "server.max_message_bytes",
-	"server.shutdown_grace", "server.concurrency",
-	"sglang.workers", "sglang.gateway", "sglang.api_key", "sglang.max_in_flight_per_worker", "sglang.request_timeout",
-	"sglang.max_retries",
-	"emulator.seed", "emulator.policy", "emulator.format", "emulator.script", "emulator.context_length",
-	"emulator.latency_base", "emulator.latency_per_output_token", "emulator.noncanonical_rate",
-	"emulator.malformed_rate", "emulator.fault_rate", "emulator.log",
-	"plugins.cache_dir",
-	"agent.name", "agent.model", "agent.parser", "agent.system_prompt", "agent.sampling", "agent.chat_template_kwargs",
-	"agent.context_window", "agent.tool_timeout", "agent.parse_errors", "agent.episode_timeout", "agent.tools",
-	"agent.hooks", "agent.reward",
-	"agent.sampling.max_new_tokens", "agent.sampling.temperature", "agent.sampling.top_p", "agent.sampling.top_k",
-	"agent.sampling.min_p", "agent.sampling.repetition_penalty", "agent.sampling.frequency_penalty",
-	"agent.sampling.presence_penalty", "agent.sampling.seed", "agent.sampling.stop",
+// knownKeys lists every key runtime.toml accepts (from the struct tags), to suggest the closest one for a typo.
+func knownKeys() []string {
+	var keys []string
+	var walk func(prefix string, t reflect.Type)
+	walk = func(prefix string, t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || t == reflect.TypeOf(runtime.Duration{}) {
+			return
+		}
+		for i := range t.NumField() {
+			f := t.Field(i)
+			if f.Anonymous {
+				walk(prefix, f.Type)
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+			if name == "" || name == "-" || !f.IsExported() {
+				continue
+			}
+			keys = append(keys, prefix+name)
+			walk(prefix+name+".", f.Type)
+		}
+	}
+	walk("", reflect.TypeOf(runtime.Config{}))
+	return keys
 }
 
 func suggest(key string) string {
@@ -200,18 +213,8 @@ func suggest(key string) string {
 	if i := strings.LastIndex(key, "."); i >= 0 {
 		prefix, last = key[:i+1], key[i+1:]
 	}
-	for _, p := range []string{"tools.", "hooks.", "reward."} {
-		if strings.HasSuffix(prefix, "agent."+p) {
-			for _, f := range []string{"plugin", "only", "timeout", "memory_pages", "mounts", "walltime", "random", "config"} {
-				if editDistance(last, f) <= 2 {
-					return fmt.Sprintf(" (did you mean %q?)", prefix+f)
-				}
-			}
-			return ""
-		}
-	}
 	best, bestD := "", 3
-	for _, k := range known {
+	for _, k := range knownKeys() {
 		if !strings.HasPrefix(k, prefix) || strings.Contains(k[len(prefix):], ".") {
 			continue
 		}

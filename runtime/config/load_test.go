@@ -64,13 +64,15 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		wantLine                   int
 		wantKey, wantMsgSubstrings string
 	}{
-		{"unknown top-level key", "[sglang]\nworkers=[\"x\"]\nmax_retires = 3\n", 3, "sglang.max_retires", "did you mean \"sglang.max_retries\""},
+		{"unknown top-level key", "[sglang]\nworkers=[\"http://h:1\"]\nmax_in_flight_per_workr = 3\n", 3, "sglang.max_in_flight_per_workr", "did you mean \"sglang.max_in_flight_per_worker\""},
 		{"typo in agent sampling", strings.Replace(good, "temperature = 0.7", "temperature = 0.7\ntemprature = 1.0", 1), 15, "agent.sampling.temprature", "did you mean \"agent.sampling.temperature\""},
 		{"typo in tool table", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\ntimout = \"3s\"", 1), 18, "agent.tools.timout", "did you mean \"agent.tools.timeout\""},
 		{"wrong type", strings.Replace(good, "max_new_tokens = 512", `max_new_tokens = "lots"`, 1), 0, "agent.sampling.max_new_tokens", "wrong type"},
 		{"bad duration", strings.Replace(good, `"5s"`, `"5 parsecs"`, 1), 0, "agent.tool_timeout", "invalid duration"},
 		{"syntax", "[sglang\nworkers = 1\n", 2, "", ""},
-		{"no agent", "[sglang]\nworkers=[\"x\"]\n", 0, "agent", "no [[agent]]"},
+		{"no agent", "[sglang]\nworkers=[\"http://h:1\"]\n", 0, "agent", "no [[agent]]"},
+		{"bad worker URL", strings.Replace(good, "http://127.0.0.1:30000", "ftp://127.0.0.1:30000", 1), 3, "sglang.workers", "must start with http://"},
+		{"emulator among workers", strings.Replace(good, `"http://127.0.0.1:30000"`, `"emulator", "http://h:1"`, 1), 3, "sglang.workers", "must be the only worker"},
 		{"bad policy", strings.Replace(good, `tool_timeout = "5s"`, `parse_errors = "ignore"`, 1), 10, "agent.parse_errors", "not a policy"},
 	}
 	for _, tt := range tests {

@@ -1,0 +1,684 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// Trajectory statuses and reasons (the status taxonomy). Infrastructure failures are never "completed".
+const (
+	StatusCompleted = "completed"
+	StatusTruncated = "truncated"
+	StatusAborted   = "aborted"
+	StatusFailed    = "failed"
+
+	ReasonLength        = "length"
+	ReasonContextWindow = "context_window"
+	ReasonMaxToolIters  = abi.StopMaxToolIters
+	ReasonMaxToolCalls  = abi.StopMaxToolCalls
+	ReasonMaxMessages   = abi.StopMaxMessages
+	ReasonParseError    = "parse_error" // completed under parse_errors = "stop"
+
+	ReasonServerUnavailable = "server_unavailable"
+	ReasonAbortedByRequest  = "aborted_by_request"
+	ReasonDeadline          = "deadline"
+	ReasonHookFailure       = "hook_failure"
+
+	ReasonInvariant    = "invariant"
+	ReasonTemplate     = "template"
+	ReasonParser       = "parser"
+	ReasonRuntimeError = "runtime_error"
+)
+
+// Template renders prompts: the first in full, later ones as deltas. *tito.ChatTemplate implements it.
+type Template interface {
+	Render(msgs []tito.Message, o tito.RenderOptions) (string, error)
+	RenderDelta(msgs []tito.Message, o tito.RenderOptions) (string, error)
+}
+
+// AgentDeps are the built components an Agent runs with; cmd/agentrt constructs them.
+type AgentDeps struct {
+	Generator Generator
+	Tokenizer Tokenizer
+	Template  Template
+	// StopIDs are the model's end-of-turn ids; a response that ends with one has it trimmed before parsing.
+	StopIDs []int32
+	Parser  Parser
+	Tools   []ToolBinding
+	Hooks   []HookBinding
+	Reward  *HookBinding
+	// ContextWindow is the effective limit (the config's, or the server's max_model_len).
+	ContextWindow int
+	// Provenance is copied into every trajectory (tokenizer/template sha256, plugin sha256s, ...).
+	Provenance map[string]any
+	Logger     *slog.Logger
+}
+
+// Agent runs episodes of one configured agent. It is safe for concurrent use: each Run is independent.
+type Agent struct {
+	cfg       AgentConfig
+	d         AgentDeps
+	toolByFn  map[string]*ToolBinding
+	toolSpecs []json.RawMessage
+	stop      map[int32]bool
+	log       *slog.Logger
+}
+
+// NewAgent checks the dependencies and returns an Agent.
+func NewAgent(cfg AgentConfig, d AgentDeps) (*Agent, error) {
+	if d.Generator == nil || d.Tokenizer == nil || d.Template == nil || d.Parser == nil {
+		return nil, errors.New("runtime: agent needs a generator, tokenizer, template and parser")
+	}
+	if d.ContextWindow <= 0 {
+		return nil, fmt.Errorf("runtime: agent %q: context window must be > 0", cfg.Name)
+	}
+	if cfg.Sampling.MaxNewTokens <= 0 {
+		return nil, fmt.Errorf("runtime: agent %q: sampling.max_new_tokens must be > 0", cfg.Name)
+	}
+	a := &Agent{cfg: cfg, d: d, toolByFn: map[string]*ToolBinding{}, stop: map[int32]bool{}, log: d.Logger}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	for _, id := range d.StopIDs {
+		a.stop[id] = true
+	}
+	for i := range d.Tools {
+		tb := &d.Tools[i]
+		for _, spec := range tb.Specs {
+			name, err := specName(spec)
+			if err != nil {
+				return nil, fmt.Errorf("runtime: agent %q: tool plugin %s: %w", cfg.Name, tb.Plugin, err)
+			}
+			if prev, dup := a.toolByFn[name]; dup {
+				return nil, fmt.Errorf("runtime: agent %q: tool %q is offered by both %s and %s", cfg.Name, name, prev.Plugin, tb.Plugin)
+			}
+			a.toolByFn[name] = tb
+			a.toolSpecs = append(a.toolSpecs, spec)
+		}
+	}
+	return a, nil
+}
+
+// Name is the agent's configured name.
+func (a *Agent) Name() string { return a.cfg.Name }
+
+// ToolSpecs are the specs rendered into the first prompt, in plugin order.
+func (a *Agent) ToolSpecs() []json.RawMessage { return a.toolSpecs }
+
+// specName reads the function name of an OpenAI-style spec ({"type":"function","function":{"name":...}}) or a
+// bare {"name":...}.
+func specName(spec json.RawMessage) (string, error) {
+	var s struct {
+		Name     string `json:"name"`
+		Function *struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(spec, &s); err != nil {
+		return "", fmt.Errorf("tool spec is not a JSON object: %w", err)
+	}
+	if s.Function != nil && s.Function.Name != "" {
+		return s.Function.Name, nil
+	}
+	if s.Name != "" {
+		return s.Name, nil
+	}
+	return "", fmt.Errorf("tool spec without a name: %s", spec)
+}
+
+// Episode is one sample to run.
+type Episode struct {
+	// ID is the trajectory id, unique per sample (item id + "#" + sample index).
+	ID          string
+	ItemID      string
+	GroupID     string
+	SampleIndex int
+	Messages    []tito.Message
+	Label       json.RawMessage
+	Metadata    json.RawMessage
+	// Sampling overrides the agent's sampling params for this request.
+	Sampling *Sampling
+}
+
+// episode is the state of one running episode.
+type episode struct {
+	a         *Agent
+	ep        Episode
+	traj      *tito.Trajectory
+	msgs      []tito.Message
+	sampling  Sampling
+	counts    abi.Counts
+	state     map[int]abi.RawJSON // per hook: the state it returned last
+	parseErrs map[string]int
+	toolCalls map[string]int // outcome -> count
+	warnings  []string
+	final     string
+}
+
+// Run runs one episode to its end and returns its trajectory, whatever happened: the status says how it ended.
+// Plugin and server failures become statuses, never panics; a bug in the loop itself is recovered as failed.
+func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
+	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), state: map[int]abi.RawJSON{},
+		parseErrs: map[string]int{}, toolCalls: map[string]int{}}
+	e.sampling = a.cfg.Sampling
+	if ep.Sampling != nil {
+		e.sampling = e.sampling.Merge(*ep.Sampling)
+	}
+	if a.cfg.EpisodeTimeout.Duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, a.cfg.EpisodeTimeout.Duration)
+		defer cancel()
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			e.finish(StatusFailed, ReasonRuntimeError, fmt.Sprintf("runtime bug: %v", r))
+		}
+		e.end(ctx)
+		traj = e.traj
+	}()
+	e.loop(ctx)
+	return e.traj
+}
+
+func (e *episode) finish(status, reason, errText string) {
+	if e.traj.Status != "" {
+		return
+	}
+	e.traj.Status, e.traj.StatusReason, e.traj.Error = status, reason, errText
+}
+
+func (e *episode) renderOptions(tools bool) tito.RenderOptions {
+	o := tito.RenderOptions{AddGenerationPrompt: true, Kwargs: e.a.cfg.ChatTemplateKwargs}
+	if tools {
+		o.Tools = e.a.toolSpecs
+	}
+	return o
+}
+
+func (e *episode) loop(ctx context.Context) {
+	a := e.a
+	if a.cfg.SystemPrompt != "" && (len(e.ep.Messages) == 0 || e.ep.Messages[0].Role != "system") {
+		e.msgs = append(e.msgs, tito.Message{Role: "system", Content: a.cfg.SystemPrompt})
+	}
+	e.msgs = append(e.msgs, e.ep.Messages...)
+	e.countMessages()
+	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeInvocation, Messages: hookMessages(e.msgs)}); stop {
+		return
+	}
+	text, err := a.d.Template.Render(e.msgs, e.renderOptions(true))
+	if err != nil {
+		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering the first prompt: %v", err))
+		return
+	}
+	if !e.appendPrompt(a.d.Tokenizer.Encode(text, false)) {
+		return
+	}
+	for {
+		ids, ok := e.generate(ctx)
+		if !ok {
+			return
+		}
+		calls, ok := e.handleResponse(ctx, ids)
+		if !ok {
+			return
+		}
+		if !e.runTools(ctx, calls) {
+			return
+		}
+		if !e.appendResults(ctx, calls) {
+			return
+		}
+	}
+}
+
+func (e *episode) appendPrompt(ids []int32) bool {
+	if err := e.traj.AppendPrompt(ids); err != nil {
+		e.finish(StatusFailed, ReasonInvariant, err.Error())
+		return false
+	}
+	e.counts.PromptTokens += len(ids)
+	return true
+}
+
+// generate makes one model call: clamp to the context window, call SGLang, append the response verbatim. It
+// returns the output ids, or false when the episode ended.
+func (e *episode) generate(ctx context.Context) ([]int32, bool) {
+	a := e.a
+	ids, start := e.traj.NextRequest()
+	room := a.d.ContextWindow - len(ids)
+	if room <= 0 {
+		e.finish(StatusTruncated, ReasonContextWindow, "")
+		return nil, false
+	}
+	maxNew := min(e.sampling.MaxNewTokens, room)
+	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop {
+		return nil, false
+	}
+	req := &sglang.GenerateRequest{
+		InputIDs:        ids,
+		SamplingParams:  e.samplingParams(maxNew),
+		ReturnLogprob:   true,
+		LogprobStartLen: start,
+		RID:             fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls),
+	}
+	t0 := time.Now()
+	resp, err := a.d.Generator.Generate(ctx, e.ep.ID, req)
+	if err != nil {
+		e.generateFailed(ctx, err)
+		return nil, false
+	}
+	fr := resp.MetaInfo.FinishReason
+	if fr != nil && fr.Type == sglang.FinishAbort {
+		e.finish(StatusAborted, ReasonAbortedByRequest, "sglang aborted the request: "+fr.Message)
+		return nil, false
+	}
+	out := tito.Response{
+		InputIDs:        ids,
+		LogprobStartLen: start,
+		InputLogprobs:   inputLogprobs(resp.MetaInfo.InputTokenLogprobs),
+		OutputIDs:       resp.OutputIDs,
+		OutputLogprobs:  outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
+		Turn: tito.TurnInfo{
+			Server:        resp.Server,
+			RID:           resp.MetaInfo.ID,
+			WeightVersion: resp.MetaInfo.WeightVersion,
+			CachedTokens:  resp.MetaInfo.CachedTokens,
+			PromptTokens:  resp.MetaInfo.PromptTokens,
+			FinishReason:  finishString(fr),
+			LatencyMS:     float64(time.Since(t0).Microseconds()) / 1000,
+		},
+	}
+	if err := e.traj.AppendResponse(out); err != nil {
+		e.finish(StatusFailed, ReasonInvariant, err.Error())
+		return nil, false
+	}
+	e.counts.ModelCalls++
+	e.counts.ResponseTokens += len(resp.OutputIDs)
+	if fr != nil && fr.Type == sglang.FinishLength {
+		e.final = e.decodeResponse(resp.OutputIDs)
+		e.dispatch(ctx, &abi.Event{Event: abi.EventAfterModelCall, Response: &abi.ModelResponse{Text: e.final, FinishReason: fr.Type}})
+		e.addMessage(ctx, tito.Message{Role: "assistant", Content: e.final})
+		if maxNew < e.sampling.MaxNewTokens {
+			e.finish(StatusTruncated, ReasonContextWindow, "")
+		} else {
+			e.finish(StatusTruncated, ReasonLength, "")
+		}
+		return nil, false
+	}
+	return resp.OutputIDs, true
+}
+
+func (e *episode) generateFailed(ctx context.Context, err error) {
+	switch {
+	case errors.Is(err, sglang.ErrContextLength):
+		e.finish(StatusTruncated, ReasonContextWindow, err.Error())
+	case errors.Is(err, sglang.ErrAborted):
+		e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded):
+		e.finish(StatusAborted, ReasonDeadline, err.Error())
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
+	default:
+		e.finish(StatusAborted, ReasonServerUnavailable, err.Error())
+	}
+}
+
+func (e *episode) samplingParams(maxNew int) sglang.SamplingParams {
+	s := e.sampling
+	p := sglang.SamplingParams{
+		MaxNewTokens:      maxNew,
+		Temperature:       s.Temperature,
+		TopP:              s.TopP,
+		TopK:              s.TopK,
+		MinP:              s.MinP,
+		RepetitionPenalty: s.RepetitionPenalty,
+		FrequencyPenalty:  s.FrequencyPenalty,
+		PresencePenalty:   s.PresencePenalty,
+		Stop:              s.Stop,
+	}
+	if s.Seed != nil {
+		v := int64(*s.Seed)
+		p.SamplingSeed = &v
+	}
+	return p
+}
+
+// decodeResponse is the text the parser sees: the generated ids decoded with special tokens kept, minus the
+// final end-of-turn token (the turn's terminator, not content).
+func (e *episode) decodeResponse(ids []int32) string {
+	if n := len(ids); n > 0 && e.a.stop[ids[n-1]] {
+		ids = ids[:n-1]
+	}
+	return e.a.d.Tokenizer.Decode(ids, false)
+}
+
+// call is one tool call of a turn: a parsed call, or a parse error that answers as an error result.
+type call struct {
+	tc       abi.ToolCall
+	parseErr *abi.ParseError
+	result   abi.ToolResult
+	outcome  string // ok, error, timeout, cancelled, unknown_tool, parse_error
+}
+
+// handleResponse parses the model's response, records its message and returns the turn's calls (parse errors
+// included), or false when the episode ended.
+func (e *episode) handleResponse(ctx context.Context, ids []int32) ([]*call, bool) {
+	text := e.decodeResponse(ids)
+	e.final = text
+	parsed, err := e.a.d.Parser.Parse(ctx, text)
+	if err != nil {
+		e.finish(StatusFailed, ReasonParser, fmt.Sprintf("tool-call parser failed: %v", err))
+		return nil, false
+	}
+	var calls []*call
+	msg := tito.Message{Role: "assistant", Content: text}
+	for i, pc := range parsed.Calls {
+		idx := i
+		c := &call{tc: abi.ToolCall{ID: pc.ID, Name: pc.Name, Arguments: pc.Arguments, Index: &idx}}
+		if c.tc.ID == "" {
+			c.tc.ID = fmt.Sprintf("call_%04d", i)
+		}
+		calls = append(calls, c)
+		msg.ToolCalls = append(msg.ToolCalls, tito.ToolCall{ID: c.tc.ID, Type: "function",
+			Function: tito.FunctionCall{Name: pc.Name, Arguments: json.RawMessage(pc.Arguments)}})
+	}
+	for i := range parsed.Errors {
+		pe := parsed.Errors[i]
+		e.parseErrs[pe.Reason]++
+		calls = append(calls, &call{tc: abi.ToolCall{ID: fmt.Sprintf("parse_error_%d", i)}, parseErr: &pe})
+	}
+	if len(calls) > 0 {
+		e.counts.ToolIters++
+		e.counts.ToolCalls += len(calls)
+	}
+	resp := &abi.ModelResponse{Text: text, FinishReason: sglang.FinishStop, ToolCalls: len(parsed.Calls), ParseErrors: len(parsed.Errors)}
+	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventAfterModelCall, Response: resp}); stop {
+		e.addMessageQuiet(msg)
+		return nil, false
+	}
+	if e.addMessage(ctx, msg) {
+		return nil, false
+	}
+	if len(calls) == 0 {
+		e.finish(StatusCompleted, "", "")
+		return nil, false
+	}
+	if len(parsed.Errors) > 0 && e.a.cfg.ParseErrors == "stop" {
+		e.finish(StatusCompleted, ReasonParseError, "")
+		return nil, false
+	}
+	return calls, true
+}
+
+// runTools runs one turn's calls concurrently, each under its timeout; results keep the call order.
+func (e *episode) runTools(ctx context.Context, calls []*call) bool {
+	var wg sync.WaitGroup
+	for _, c := range calls {
+		if c.parseErr != nil {
+			c.result = errorResult(fmt.Sprintf("Error: the tool call could not be parsed (%s): %s", c.parseErr.Reason, c.parseErr.Raw))
+			c.outcome = "parse_error"
+			continue
+		}
+		ev := &abi.Event{Event: abi.EventBeforeToolCall, ToolCall: &c.tc}
+		r, stop := e.dispatch(ctx, ev)
+		if stop {
+			return false
+		}
+		if r.CancelTool != nil {
+			c.result, c.outcome = errorResult(*r.CancelTool), "cancelled"
+			e.counts.CancelledToolCalls++
+			continue
+		}
+		if len(r.ToolArguments) > 0 {
+			c.tc.Arguments = r.ToolArguments
+		}
+		tb := e.a.toolByFn[c.tc.Name]
+		if tb == nil {
+			c.result, c.outcome = errorResult(fmt.Sprintf("Error: unknown tool %q", c.tc.Name)), "unknown_tool"
+			continue
+		}
+		timeout := e.a.cfg.ToolTimeout.Duration
+		if tb.Timeout.Duration > 0 {
+			timeout = tb.Timeout.Duration
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			res, err := tb.Tool.Call(cctx, c.tc.Name, json.RawMessage(c.tc.Arguments))
+			switch {
+			case err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
+				c.result, c.outcome = errorResult(fmt.Sprintf("Error: tool %s timed out after %s", c.tc.Name, timeout)), "timeout"
+			case err != nil:
+				c.result, c.outcome = errorResult(fmt.Sprintf("Error: tool %s failed: %v", c.tc.Name, err)), "error"
+			case res.IsError:
+				c.result, c.outcome = res, "error"
+			default:
+				c.result, c.outcome = res, "ok"
+			}
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		e.generateFailed(ctx, ctx.Err())
+		return false
+	}
+	for _, c := range calls {
+		e.toolCalls[c.outcome]++
+		if c.parseErr != nil || c.outcome == "cancelled" {
+			continue
+		}
+		res := c.result
+		r, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventAfterToolCall, ToolCall: &c.tc, ToolResult: &res})
+		if stop {
+			return false
+		}
+		if r.ToolResult != nil {
+			c.result = *r.ToolResult
+		}
+	}
+	return true
+}
+
+func errorResult(msg string) abi.ToolResult { return abi.ToolResult{Text: &msg, IsError: true} }
+
+// resultText is what the model reads: the text, or the JSON value as JSON.
+func resultText(r abi.ToolResult) string {
+	if r.Text != nil {
+		return *r.Text
+	}
+	if len(r.JSON) > 0 {
+		return string(r.JSON)
+	}
+	return ""
+}
+
+// appendResults adds one tool message per call (message_added may stop the loop here, before any result is
+// tokenized, so the trajectory ends on the model's tool-calling response) and appends their template delta.
+func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
+	msgs := make([]tito.Message, 0, len(calls))
+	for _, c := range calls {
+		msgs = append(msgs, tito.Message{Role: "tool", Content: resultText(c.result), ToolCallID: c.tc.ID, Name: c.tc.Name})
+	}
+	for _, m := range msgs {
+		if e.addMessage(ctx, m) {
+			return false
+		}
+	}
+	text, err := e.a.d.Template.RenderDelta(msgs, e.renderOptions(false))
+	if err != nil {
+		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
+		return false
+	}
+	return e.appendPrompt(e.a.d.Tokenizer.Encode(text, false))
+}
+
+// addMessage records a message and tells the hooks; it reports whether a hook stopped the episode.
+func (e *episode) addMessage(ctx context.Context, m tito.Message) bool {
+	e.addMessageQuiet(m)
+	hm := hookMessage(m)
+	_, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventMessageAdded, Message: &hm})
+	return stop
+}
+
+func (e *episode) addMessageQuiet(m tito.Message) {
+	e.msgs = append(e.msgs, m)
+	e.countMessages()
+}
+
+// countMessages counts the conversation without its system prompt (plugins/ABI.md, Counts).
+func (e *episode) countMessages() {
+	n := 0
+	for _, m := range e.msgs {
+		if m.Role != "system" {
+			n++
+		}
+	}
+	e.counts.Messages = n
+}
+
+// dispatch sends ev to every subscribed hook, in registration order, and merges their responses. The first
+// stop wins and ends the episode (truncated, with its reason); a hook failure aborts the episode.
+func (e *episode) dispatch(ctx context.Context, ev *abi.Event) (abi.HookResponse, bool) {
+	var merged abi.HookResponse
+	ev.EpisodeID, ev.Turn, ev.Counts = e.ep.ID, e.counts.ModelCalls, e.counts
+	for i, hb := range e.a.d.Hooks {
+		if !hb.Hook.Subscribed(ev.Event) {
+			continue
+		}
+		ev.State = e.state[i]
+		r, err := hb.Hook.Handle(ctx, ev)
+		if err != nil {
+			e.finish(StatusAborted, ReasonHookFailure, fmt.Sprintf("hook %s on %s: %v", hb.Plugin, ev.Event, err))
+			return merged, true
+		}
+		if r.State != nil {
+			e.state[i] = r.State
+		}
+		if r.Stop != nil {
+			e.finish(StatusTruncated, r.Stop.Reason, r.Stop.Message)
+			return r, true
+		}
+		if merged.CancelTool == nil {
+			merged.CancelTool = r.CancelTool
+		}
+		if merged.ToolArguments == nil {
+			merged.ToolArguments = r.ToolArguments
+		}
+		if merged.ToolResult == nil {
+			merged.ToolResult = r.ToolResult
+		}
+	}
+	return merged, false
+}
+
+// end runs after the loop, whatever ended it: after_invocation, the reward hook, the drift audit, provenance.
+func (e *episode) end(ctx context.Context) {
+	t := e.traj
+	if t.Status == "" { // the loop returned without deciding: a bug, never silently "completed"
+		e.finish(StatusFailed, ReasonRuntimeError, "episode ended without a status")
+	}
+	if t.Turns() > 0 {
+		// Prompt tokens appended after the last response were never sent: the trajectory ends on that response
+		// (DESIGN.md invariant 1: final trajectory = last input_ids + last output_ids).
+		t.DropPending()
+	}
+	if err := t.Validate(); err != nil && t.Status != StatusFailed {
+		t.Status, t.StatusReason, t.Error = StatusFailed, ReasonInvariant, err.Error()
+	}
+	msgs, _ := json.Marshal(e.msgs)
+	t.Messages = msgs
+	bg := context.WithoutCancel(ctx)
+	for i, hb := range e.a.d.Hooks {
+		if hb.Hook.Subscribed(abi.EventAfterInvocation) {
+			ev := &abi.Event{Event: abi.EventAfterInvocation, EpisodeID: e.ep.ID, Turn: e.counts.ModelCalls,
+				Counts: e.counts, State: e.state[i], Status: t.Status, StopReason: t.StatusReason}
+			if _, err := hb.Hook.Handle(bg, ev); err != nil {
+				e.warnings = append(e.warnings, fmt.Sprintf("hook %s on after_invocation: %v", hb.Plugin, err))
+			}
+		}
+	}
+	if rb := e.a.d.Reward; rb != nil {
+		ev := &abi.Event{Event: abi.EventEpisodeEnd, EpisodeID: e.ep.ID, Turn: e.counts.ModelCalls, Counts: e.counts,
+			Status: t.Status, StopReason: t.StatusReason, Messages: hookMessages(e.msgs),
+			Label: abi.RawJSON(e.ep.Label), Metadata: abi.RawJSON(e.ep.Metadata)}
+		r, err := rb.Hook.Handle(bg, ev)
+		if err != nil {
+			e.warnings = append(e.warnings, fmt.Sprintf("reward %s: %v", rb.Plugin, err))
+		} else {
+			t.Reward = r.Reward
+			for k, v := range r.Metrics {
+				t.SetMetric(k, v)
+			}
+		}
+	}
+	for reason, n := range e.parseErrs {
+		t.SetMetric("parse_errors."+reason, float64(n))
+	}
+	for outcome, n := range e.toolCalls {
+		t.SetMetric("tool_calls."+outcome, float64(n))
+	}
+	t.SetMetric("turns", float64(e.counts.ModelCalls))
+	sort.Strings(e.warnings)
+	t.Warnings = append(t.Warnings, e.warnings...)
+	t.ID, t.ItemID, t.GroupID, t.SampleIndex = e.ep.ID, e.ep.ItemID, e.ep.GroupID, e.ep.SampleIndex
+	t.Label, t.Metadata = e.ep.Label, e.ep.Metadata
+	t.Audit(e.a.d.Tokenizer)
+	for k, v := range e.a.d.Provenance {
+		t.SetProvenance(k, v)
+	}
+	t.SetProvenance("sampling_params", e.sampling)
+}
+
+func hookMessage(m tito.Message) abi.Message {
+	hm := abi.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	for _, tc := range m.ToolCalls {
+		hm.ToolCalls = append(hm.ToolCalls, abi.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: abi.RawJSON(tc.Function.Arguments)})
+	}
+	return hm
+}
+
+func hookMessages(ms []tito.Message) []abi.Message {
+	out := make([]abi.Message, len(ms))
+	for i, m := range ms {
+		out[i] = hookMessage(m)
+	}
+	return out
+}
+
+func inputLogprobs(es []sglang.LogprobEntry) []*float64 {
+	out := make([]*float64, len(es))
+	for i := range es {
+		if !es[i].Null {
+			v := es[i].Logprob
+			out[i] = &v
+		}
+	}
+	return out
+}
+
+func outputLogprobs(es []sglang.LogprobEntry) []float64 {
+	out := make([]float64, len(es))
+	for i := range es {
+		out[i] = es[i].Logprob
+	}
+	return out
+}
+
+func finishString(fr *sglang.FinishReason) string {
+	if fr == nil {
+		return ""
+	}
+	return fr.Type
+}

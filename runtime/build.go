@@ -1,0 +1,228 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agentrt/agentrt/parsers"
+	"github.com/agentrt/agentrt/plugins/builtin"
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/plugin"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// BuildEnv is what BuildAgent assembles an agent from: the built components it shares with other agents.
+type BuildEnv struct {
+	// Host loads the agent's plugins (parser, tools, hooks, reward).
+	Host *plugin.Host
+	// Generator is the SGLang client (or anything speaking /generate).
+	Generator Generator
+	// Model is the agent's model folder, loaded.
+	Model *tito.Model
+	// MaxModelLen returns the server's context length, for agents whose context_window is 0.
+	MaxModelLen func(ctx context.Context) (int, error)
+	// Server names the SGLang endpoint(s) in provenance.
+	Server string
+	Logger *slog.Logger
+}
+
+// BuildAgent loads an agent's plugins through the host and returns the agent. Plugin references are
+// "builtin:NAME" (trusted, embedded: calculator, limiter) or a .wasm file (sandboxed with the entry's limits and
+// grants); the parser is a built-in parser name or a .wasm parser plugin.
+func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, error) {
+	m := env.Model
+	tmpl, err := m.ChatTemplate()
+	if err != nil {
+		return nil, err
+	}
+	prov := map[string]any{
+		tito.ProvModel:           ac.Model,
+		tito.ProvTokenizerSHA256: m.TokenizerSHA256,
+		tito.ProvTemplateSHA256:  m.TemplateSHA256,
+		"server":                 env.Server,
+	}
+	plugins := map[string]string{}
+	d := AgentDeps{Generator: env.Generator, Tokenizer: m.Tokenizer, Template: tmpl, StopIDs: m.StopIDs,
+		Provenance: prov, Logger: env.Logger}
+
+	var specs []abi.ToolSpec
+	for _, pc := range ac.Tools {
+		mod, err := loadPlugin(ctx, env.Host, pc, nil)
+		if err != nil {
+			return nil, fmt.Errorf("tool %s: %w", pc.Plugin, err)
+		}
+		t, err := mod.Tool()
+		if err != nil {
+			return nil, err
+		}
+		tb := ToolBinding{Plugin: pc.Plugin, SHA256: mod.SHA256(), Tool: toolAdapter{t}, Timeout: pc.Timeout}
+		have := map[string]bool{}
+		for _, sp := range t.Specs() {
+			have[sp.Name] = true
+			if len(pc.Only) > 0 && !contains(pc.Only, sp.Name) {
+				continue
+			}
+			specs = append(specs, sp)
+			tb.Specs = append(tb.Specs, openAISpec(sp))
+		}
+		for _, want := range pc.Only {
+			if !have[want] {
+				return nil, fmt.Errorf("tool %s: no tool %q in it", pc.Plugin, want)
+			}
+		}
+		plugins[pc.Plugin] = mod.SHA256()
+		d.Tools = append(d.Tools, tb)
+	}
+	for _, pc := range ac.Hooks {
+		h, sha, err := loadHook(ctx, env.Host, pc)
+		if err != nil {
+			return nil, err
+		}
+		plugins[pc.Plugin] = sha
+		d.Hooks = append(d.Hooks, HookBinding{Plugin: pc.Plugin, SHA256: sha, Hook: h})
+	}
+	if ac.Reward != nil {
+		h, sha, err := loadHook(ctx, env.Host, *ac.Reward)
+		if err != nil {
+			return nil, err
+		}
+		if !h.h.Wants(abi.EventEpisodeEnd) {
+			return nil, fmt.Errorf("reward %s: the hook does not subscribe to %s", ac.Reward.Plugin, abi.EventEpisodeEnd)
+		}
+		plugins[ac.Reward.Plugin] = sha
+		d.Reward = &HookBinding{Plugin: ac.Reward.Plugin, SHA256: sha, Hook: h}
+	}
+
+	var pmod *plugin.Module
+	if strings.HasSuffix(ac.Parser, ".wasm") {
+		pmod, err = loadPlugin(ctx, env.Host, PluginConfig{Plugin: ac.Parser}, specs)
+	} else {
+		cfg, cerr := parsers.WasmConfig(ac.Parser)
+		if cerr != nil {
+			return nil, fmt.Errorf("parser: %w (built-ins: %s; or a parser plugin .wasm file)", cerr, strings.Join(parsers.Names(), ", "))
+		}
+		pmod, err = env.Host.Load(ctx, plugin.Spec{Name: "builtin:parser:" + ac.Parser, Wasm: parsers.Wasm(),
+			Trusted: true, Config: cfg, Tools: specs})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parser %s: %w", ac.Parser, err)
+	}
+	if d.Parser, err = pmod.Parser(); err != nil {
+		return nil, err
+	}
+	plugins["parser:"+ac.Parser] = pmod.SHA256()
+	prov[tito.ProvPlugins] = plugins
+
+	d.ContextWindow = ac.ContextWindow
+	if d.ContextWindow == 0 {
+		if env.MaxModelLen == nil {
+			return nil, fmt.Errorf("context_window is 0 (use the server's) but no server to ask")
+		}
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		n, err := env.MaxModelLen(cctx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("context_window is 0 (use the server's) but /v1/models failed: %w", err)
+		}
+		d.ContextWindow = n
+	}
+	return NewAgent(ac, d)
+}
+
+// loadPlugin loads a plugin reference ("builtin:NAME" or a .wasm file) with its config, limits and grants.
+func loadPlugin(ctx context.Context, host *plugin.Host, pc PluginConfig, tools []abi.ToolSpec) (*plugin.Module, error) {
+	spec := plugin.Spec{Name: pc.Plugin, Tools: tools}
+	var err error
+	if spec.Config, err = pc.ConfigJSON(); err != nil {
+		return nil, err
+	}
+	if name, ok := strings.CutPrefix(pc.Plugin, "builtin:"); ok {
+		wasm, ok := builtin.Wasm(name)
+		if !ok {
+			return nil, fmt.Errorf("no built-in plugin %q (have %s)", name, strings.Join(builtin.Names(), ", "))
+		}
+		spec.Wasm, spec.Trusted = wasm, true
+		return host.Load(ctx, spec)
+	}
+	if spec.Wasm, err = os.ReadFile(pc.Plugin); err != nil {
+		return nil, fmt.Errorf("plugin: %w", err)
+	}
+	spec.Limits = plugin.Limits{Timeout: pc.Timeout.Duration, MaxMemoryMB: pc.MaxMemoryMB}
+	spec.Grants = plugin.Grants{Clock: pc.Clock, Random: pc.Random}
+	for _, m := range pc.Mounts {
+		mt, err := plugin.ParseMount(m)
+		if err != nil {
+			return nil, err
+		}
+		spec.Grants.Mounts = append(spec.Grants.Mounts, mt)
+	}
+	return host.Load(ctx, spec)
+}
+
+func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig) (hookAdapter, string, error) {
+	mod, err := loadPlugin(ctx, host, pc, nil)
+	if err != nil {
+		return hookAdapter{}, "", fmt.Errorf("hook %s: %w", pc.Plugin, err)
+	}
+	h, err := mod.Hook()
+	if err != nil {
+		return hookAdapter{}, "", err
+	}
+	return hookAdapter{h}, mod.SHA256(), nil
+}
+
+// openAISpec writes a plugin's tool spec in the OpenAI function format that chat templates expect.
+func openAISpec(sp abi.ToolSpec) json.RawMessage {
+	type fn struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	}
+	b, _ := json.Marshal(struct {
+		Type     string `json:"type"`
+		Function fn     `json:"function"`
+	}{"function", fn{sp.Name, sp.Description, json.RawMessage(sp.Parameters)}})
+	return b
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// toolAdapter turns the plugin host's tool facade into a Tool.
+type toolAdapter struct{ t *plugin.Tool }
+
+func (a toolAdapter) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {
+	r, err := a.t.Call(ctx, name, args)
+	if err != nil {
+		return abi.ToolResult{}, err
+	}
+	out := abi.ToolResult{IsError: r.IsError}
+	if len(r.JSON) > 0 {
+		out.JSON = abi.RawJSON(r.JSON)
+	} else {
+		text := r.Text
+		out.Text = &text
+	}
+	return out, nil
+}
+
+// hookAdapter turns the plugin host's hook facade into a Hook.
+type hookAdapter struct{ h *plugin.Hook }
+
+func (a hookAdapter) Subscribed(event string) bool { return a.h.Wants(event) }
+func (a hookAdapter) Handle(ctx context.Context, ev *abi.Event) (abi.HookResponse, error) {
+	return a.h.Handle(ctx, ev)
+}
+
+var _ Parser = (*plugin.Parser)(nil)

@@ -1,0 +1,59 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/sglang"
+)
+
+// Generator is what an episode needs from inference: one /generate call. *sglang.Client implements it; the
+// episodeID keeps an episode's requests on one worker so its radix cache is reused.
+type Generator interface {
+	Generate(ctx context.Context, episodeID string, req *sglang.GenerateRequest) (*sglang.GenerateResponse, error)
+}
+
+// Tokenizer encodes prompt text and decodes generated ids. *tito.Tokenizer implements it.
+type Tokenizer interface {
+	Encode(text string, addSpecialTokens bool) []int32
+	Decode(ids []int32, skipSpecialTokens bool) string
+}
+
+// Parser turns the text of one completion into tool calls, normal text and parse errors (plugins/ABI.md 5.1).
+type Parser interface {
+	Parse(ctx context.Context, text string) (abi.ParseResult, error)
+}
+
+// Tool runs the tools of one plugin (plugins/ABI.md 5.2). A returned error is a plugin failure (trap, timeout,
+// error envelope); the episode turns it into an error result for the model.
+type Tool interface {
+	Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error)
+}
+
+// ToolBinding attaches one tool plugin to an agent.
+type ToolBinding struct {
+	// Plugin names the plugin (for errors and provenance); SHA256 identifies its module.
+	Plugin, SHA256 string
+	// Tool runs the calls.
+	Tool Tool
+	// Specs are the OpenAI-style function specs ({"type":"function","function":{...}}) exposed to the model;
+	// their names route calls to this plugin.
+	Specs []json.RawMessage
+	// Timeout bounds each call (0: the agent's tool_timeout).
+	Timeout Duration
+}
+
+// Hook observes an episode and may steer it (plugins/ABI.md 5.3).
+type Hook interface {
+	// Subscribed reports whether the hook wants the event.
+	Subscribed(event string) bool
+	// Handle is called once per subscribed event. An error is a plugin failure: the episode is aborted.
+	Handle(ctx context.Context, ev *abi.Event) (abi.HookResponse, error)
+}
+
+// HookBinding attaches a hook plugin to an agent.
+type HookBinding struct {
+	Plugin, SHA256 string
+	Hook           Hook
+}
