@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nikolalohinski/gonja/v2/config"
@@ -37,6 +38,9 @@ type ChatTemplate struct {
 	sepErr    error
 	// fakePrefixes are the stand-ins for history that RenderDelta tries, most preferred first.
 	fakePrefixes [][]Message
+
+	mu    sync.Mutex
+	cache map[string]*prepared // by optionsKey
 }
 
 // SpecialTokens are the named special tokens that transformers passes to every template render (its
@@ -137,7 +141,7 @@ func (m *Model) SpecialTokens() SpecialTokens {
 //
 // A template whose separator cannot be detected still renders; only RenderDelta then fails, saying why.
 func NewChatTemplate(source string, special SpecialTokens, opts ...TemplateOption) (*ChatTemplate, error) {
-	t := &ChatTemplate{source: source, special: map[string]string{}, now: time.Now}
+	t := &ChatTemplate{source: source, special: map[string]string{}, now: time.Now, cache: map[string]*prepared{}}
 	for k, v := range special {
 		if v != "" {
 			t.special[k] = v
@@ -182,20 +186,100 @@ func (t *ChatTemplate) Render(msgs []Message, o RenderOptions) (string, error) {
 	return t.render(msgs, o)
 }
 
-func (t *ChatTemplate) render(msgs []Message, o RenderOptions) (string, error) {
-	data := make(map[string]any, 8+len(t.special)+len(o.Kwargs))
+// prepared holds render options converted to engine values once: tools and kwargs are read-only during a render,
+// so one conversion serves every render with the same options, concurrently.
+type prepared struct {
+	vars map[string]any // special tokens, kwargs, tools, documents
+
+	once  sync.Once
+	bases []string // render(fake) per stand-in history, without generation prompt
+	errs  []error
+}
+
+// maxPrepared bounds the cache of prepared options (distinct tool sets and kwargs); past it, options are converted
+// on every render.
+const maxPrepared = 256
+
+// prepare returns the converted options, from the cache when the same tools and kwargs were seen before.
+func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
+	key := optionsKey(o)
+	t.mu.Lock()
+	p, ok := t.cache[key]
+	t.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	vars := make(map[string]any, 4+len(t.special)+len(o.Kwargs))
 	for k, v := range t.special {
-		data[k] = v
+		vars[k] = v
 	}
 	for k, v := range o.Kwargs {
 		if slices.Contains(reserved, k) {
-			return "", fmt.Errorf("tito: render: kwarg %q is reserved (pass it through RenderOptions or the messages)", k)
+			return nil, fmt.Errorf("tito: render: kwarg %q is reserved (pass it through RenderOptions or the messages)", k)
 		}
 		c, err := goToValue(v)
 		if err != nil {
-			return "", fmt.Errorf("tito: render: kwarg %q: %w", k, err)
+			return nil, fmt.Errorf("tito: render: kwarg %q: %w", k, err)
 		}
-		data[k] = c
+		vars[k] = c
+	}
+	vars["documents"] = nil
+	vars["tools"] = nil
+	if o.Tools != nil {
+		tools := make([]any, len(o.Tools))
+		for i, raw := range o.Tools {
+			v, err := jsonToValue(raw)
+			if err != nil {
+				return nil, fmt.Errorf("tito: render: tool %d: %w", i, err)
+			}
+			if _, ok := v.(*exec.Dict); !ok {
+				return nil, fmt.Errorf("tito: render: tool %d: want a JSON object, got %s", i, abbrevJSON(bytes.TrimSpace(raw)))
+			}
+			tools[i] = v
+		}
+		vars["tools"] = tools
+	}
+	p = &prepared{vars: vars}
+	t.mu.Lock()
+	if q, ok := t.cache[key]; ok {
+		p = q
+	} else if len(t.cache) < maxPrepared {
+		t.cache[key] = p
+	}
+	t.mu.Unlock()
+	return p, nil
+}
+
+// optionsKey identifies tools and kwargs exactly (types included: 1 and 1.0 render differently).
+func optionsKey(o RenderOptions) string {
+	var b strings.Builder
+	for _, raw := range o.Tools {
+		b.WriteString(strconv.Itoa(len(raw)))
+		b.WriteByte(':')
+		b.Write(raw)
+	}
+	if o.Tools == nil {
+		b.WriteString("nil")
+	}
+	b.WriteByte('|')
+	if len(o.Kwargs) > 0 {
+		fmt.Fprintf(&b, "%#v", o.Kwargs) // fmt prints maps with sorted keys
+	}
+	return b.String()
+}
+
+func (t *ChatTemplate) render(msgs []Message, o RenderOptions) (string, error) {
+	p, err := t.prepare(o)
+	if err != nil {
+		return "", err
+	}
+	return t.renderPrepared(msgs, p, o.AddGenerationPrompt)
+}
+
+func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGenerationPrompt bool) (string, error) {
+	data := make(map[string]any, len(p.vars)+3)
+	for k, v := range p.vars {
+		data[k] = v
 	}
 	list := make([]any, len(msgs))
 	for i := range msgs {
@@ -206,24 +290,7 @@ func (t *ChatTemplate) render(msgs []Message, o RenderOptions) (string, error) {
 		list[i] = d
 	}
 	data["messages"] = list
-	data["documents"] = nil
-	data["add_generation_prompt"] = o.AddGenerationPrompt
-	if o.Tools != nil {
-		tools := make([]any, len(o.Tools))
-		for i, raw := range o.Tools {
-			v, err := jsonToValue(raw)
-			if err != nil {
-				return "", fmt.Errorf("tito: render: tool %d: %w", i, err)
-			}
-			if _, ok := v.(*exec.Dict); !ok {
-				return "", fmt.Errorf("tito: render: tool %d: want a JSON object, got %s", i, abbrevJSON(bytes.TrimSpace(raw)))
-			}
-			tools[i] = v
-		}
-		data["tools"] = tools
-	} else {
-		data["tools"] = nil
-	}
+	data["add_generation_prompt"] = addGenerationPrompt
 	var raised *string
 	data["raise_exception"] = func(msg *exec.Value) (string, error) {
 		s := msg.String()
@@ -257,14 +324,25 @@ func (t *ChatTemplate) RenderDelta(newMsgs []Message, o RenderOptions) (string, 
 	if err := ValidateMessages(newMsgs); err != nil {
 		return "", err
 	}
+	p, err := t.prepare(o)
+	if err != nil {
+		return "", err
+	}
+	p.once.Do(func() {
+		p.bases = make([]string, len(t.fakePrefixes))
+		p.errs = make([]error, len(t.fakePrefixes))
+		for i, fake := range t.fakePrefixes {
+			p.bases[i], p.errs[i] = t.renderPrepared(fake, p, false)
+		}
+	})
 	var firstErr error
-	for _, fake := range t.fakePrefixes {
-		base, err := t.render(fake, RenderOptions{Tools: o.Tools, Kwargs: o.Kwargs})
-		if err != nil {
-			firstErr = firstErrOf(firstErr, err)
+	for i, fake := range t.fakePrefixes {
+		if p.errs[i] != nil {
+			firstErr = firstErrOf(firstErr, p.errs[i])
 			continue
 		}
-		full, err := t.render(append(slices.Clip(fake), newMsgs...), o)
+		base := p.bases[i]
+		full, err := t.renderPrepared(append(slices.Clip(fake), newMsgs...), p, o.AddGenerationPrompt)
 		if err != nil {
 			firstErr = firstErrOf(firstErr, err)
 			continue

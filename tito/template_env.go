@@ -32,8 +32,114 @@ func newEnvironment(now func() time.Time) *exec.Environment {
 		Filters:           filters,
 		Tests:             tests,
 		ControlStructures: builtins.ControlStructures,
-		Methods:           builtins.Methods,
+		Methods: exec.Methods{
+			Bool:  builtins.Methods.Bool,
+			Int:   builtins.Methods.Int,
+			Float: builtins.Methods.Float,
+			Str:   builtins.Methods.Str,
+			Dict:  dictMethods(),
+			List:  listMethods(),
+		},
 	}
+}
+
+// dictMethods are the read-only dict methods, over the dict as the template holds it (the engine's own convert
+// it to a Go map first, which loses key order). The mutating ones (pop, update, setdefault, clear) are left out,
+// as transformers' immutable sandbox forbids them.
+func dictMethods() *exec.MethodSet[map[string]any] {
+	noArgs := func(name string, a *exec.VarArgs) error {
+		if len(a.Args) > 0 || len(a.KwArgs) > 0 {
+			return exec.ErrInvalidCall(fmt.Errorf("%s() takes no arguments", name))
+		}
+		return nil
+	}
+	return exec.NewMethodSet(map[string]exec.Method[map[string]any]{
+		"get": func(_ map[string]any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			if len(a.Args) < 1 || len(a.Args) > 2 || len(a.KwArgs) > 0 {
+				return nil, exec.ErrInvalidCall(errors.New("get() takes 1 or 2 positional arguments"))
+			}
+			for _, k := range self.Keys() {
+				if k.EqualValueTo(a.Args[0]) {
+					v, _ := self.GetItem(k.Interface())
+					return v.Interface(), nil // the engine wraps what a method returns
+				}
+			}
+			if len(a.Args) == 2 {
+				return a.Args[1].Interface(), nil
+			}
+			return nil, nil
+		},
+		"keys": func(_ map[string]any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			if err := noArgs("keys", a); err != nil {
+				return nil, err
+			}
+			out := []any{}
+			for _, k := range self.Keys() {
+				out = append(out, k)
+			}
+			return out, nil
+		},
+		"values": func(_ map[string]any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			if err := noArgs("values", a); err != nil {
+				return nil, err
+			}
+			out := []any{}
+			for _, k := range self.Keys() {
+				v, _ := self.GetItem(k.Interface())
+				out = append(out, v)
+			}
+			return out, nil
+		},
+		"items": func(_ map[string]any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			if err := noArgs("items", a); err != nil {
+				return nil, err
+			}
+			out := []any{}
+			for _, k := range self.Keys() {
+				v, _ := self.GetItem(k.Interface())
+				out = append(out, []any{k, v})
+			}
+			return out, nil
+		},
+		"copy": func(_ map[string]any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			if err := noArgs("copy", a); err != nil {
+				return nil, err
+			}
+			return self.Interface(), nil
+		},
+	})
+}
+
+// listMethods are the read-only list methods (append and reverse are forbidden in transformers' sandbox).
+func listMethods() *exec.MethodSet[[]any] {
+	return exec.NewMethodSet(map[string]exec.Method[[]any]{
+		"copy": func(_ []any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			return self.Interface(), nil
+		},
+		"index": func(_ []any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			if len(a.Args) != 1 {
+				return nil, exec.ErrInvalidCall(errors.New("index() takes 1 argument"))
+			}
+			for i := range self.Len() {
+				if exec.ToValue(self.Index(i)).EqualValueTo(a.Args[0]) {
+					return i, nil
+				}
+			}
+			return nil, fmt.Errorf("%s is not in list", a.Args[0].String())
+		},
+		"count": func(_ []any, self *exec.Value, a *exec.VarArgs) (any, error) {
+			if len(a.Args) != 1 {
+				return nil, exec.ErrInvalidCall(errors.New("count() takes 1 argument"))
+			}
+			n := 0
+			for i := range self.Len() {
+				if exec.ToValue(self.Index(i)).EqualValueTo(a.Args[0]) {
+					n++
+				}
+			}
+			return n, nil
+		},
+	})
 }
 
 // filterToJSON is transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None,

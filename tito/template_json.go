@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,66 +19,183 @@ import (
 // This file turns JSON into the values the Jinja engine sees (ordered dicts, Python ints and floats) and back
 // into text exactly as Python's json.dumps writes it, which is what transformers' tojson filter calls.
 
-// jsonToValue decodes one raw JSON value into engine values: objects become *exec.Dict (key order kept),
-// arrays []any, integers int, other numbers float64, null nil.
+// jsonToValue decodes one raw JSON value into engine values: objects become *exec.Dict (key order kept; a repeated
+// key keeps its first position and last value, as Python's json.loads), arrays []any, integers int, other numbers
+// float64, null nil. It is a small strict parser: encoding/json's token API costs a quarter of a render.
 func jsonToValue(raw json.RawMessage) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	v, err := decodeValue(dec)
+	p := jsonParser{s: raw}
+	p.space()
+	v, err := p.value(0)
 	if err != nil {
 		return nil, err
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after JSON value")
+	p.space()
+	if p.i != len(p.s) {
+		return nil, p.errorf("trailing data after JSON value")
 	}
 	return v, nil
 }
 
-func decodeValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+type jsonParser struct {
+	s []byte
+	i int
+}
+
+func (p *jsonParser) errorf(format string, args ...any) error {
+	return fmt.Errorf("invalid JSON at byte %d: %s", p.i, fmt.Sprintf(format, args...))
+}
+
+func (p *jsonParser) space() {
+	for p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			d := &exec.Dict{Pairs: []*exec.Pair{}}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				setPair(d, kt.(string), v)
-			}
-			if _, err := dec.Token(); err != nil {
-				return nil, err
-			}
+}
+
+func (p *jsonParser) value(depth int) (any, error) {
+	if depth > 10000 {
+		return nil, p.errorf("nested too deeply")
+	}
+	if p.i >= len(p.s) {
+		return nil, p.errorf("unexpected end")
+	}
+	switch c := p.s[p.i]; {
+	case c == '{':
+		p.i++
+		d := &exec.Dict{Pairs: []*exec.Pair{}}
+		p.space()
+		if p.i < len(p.s) && p.s[p.i] == '}' {
+			p.i++
 			return d, nil
-		case '[':
-			list := []any{}
-			for dec.More() {
-				v, err := decodeValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				list = append(list, v)
+		}
+		for {
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != '"' {
+				return nil, p.errorf("want an object key")
 			}
-			if _, err := dec.Token(); err != nil {
+			key, err := p.str()
+			if err != nil {
 				return nil, err
 			}
+			p.space()
+			if p.i >= len(p.s) || p.s[p.i] != ':' {
+				return nil, p.errorf("want ':'")
+			}
+			p.i++
+			p.space()
+			v, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			setPair(d, key, v)
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.s) && p.s[p.i] == '}' {
+				p.i++
+				d.Pairs = slices.Clip(d.Pairs)
+				return d, nil
+			}
+			return nil, p.errorf("want ',' or '}'")
+		}
+	case c == '[':
+		p.i++
+		list := []any{}
+		p.space()
+		if p.i < len(p.s) && p.s[p.i] == ']' {
+			p.i++
 			return list, nil
 		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	case json.Number:
-		return pyNumber(string(t))
-	default: // string, bool, nil
-		return t, nil
+		for {
+			p.space()
+			v, err := p.value(depth + 1)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, v)
+			p.space()
+			if p.i < len(p.s) && p.s[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.i < len(p.s) && p.s[p.i] == ']' {
+				p.i++
+				return slices.Clip(list), nil // no spare capacity: a template's append cannot write into it
+			}
+			return nil, p.errorf("want ',' or ']'")
+		}
+	case c == '"':
+		return p.str()
+	case c == 't' && bytes.HasPrefix(p.s[p.i:], []byte("true")):
+		p.i += 4
+		return true, nil
+	case c == 'f' && bytes.HasPrefix(p.s[p.i:], []byte("false")):
+		p.i += 5
+		return false, nil
+	case c == 'n' && bytes.HasPrefix(p.s[p.i:], []byte("null")):
+		p.i += 4
+		return nil, nil
+	case c == '-' || (c >= '0' && c <= '9'):
+		start := p.i
+		p.i++
+		for p.i < len(p.s) && strings.IndexByte("0123456789+-.eE", p.s[p.i]) >= 0 {
+			p.i++
+		}
+		num := string(p.s[start:p.i])
+		if !numberRe.MatchString(num) {
+			return nil, p.errorf("bad number %q", num)
+		}
+		return pyNumber(num)
 	}
+	return nil, p.errorf("unexpected character %q", p.s[p.i])
+}
+
+var numberRe = regexp.MustCompile(`^-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?$`)
+
+// str parses a JSON string at p.i (which is '"'), as encoding/json does (invalid UTF-8 and lone surrogates
+// become U+FFFD).
+func (p *jsonParser) str() (string, error) {
+	p.i++
+	start := p.i
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		if c == '"' {
+			if s := p.s[start:p.i]; utf8.Valid(s) {
+				p.i++
+				return string(s), nil
+			}
+			break // invalid UTF-8: the slow path replaces it as encoding/json does
+		}
+		if c == '\\' || c < 0x20 {
+			break
+		}
+		p.i++
+	}
+	// Slow path: escapes. Let encoding/json unescape the whole string literal.
+	p.i = start
+	for p.i < len(p.s) {
+		c := p.s[p.i]
+		if c == '\\' {
+			p.i += 2
+			continue
+		}
+		if c == '"' {
+			var out string
+			if err := json.Unmarshal(p.s[start-1:p.i+1], &out); err != nil {
+				return "", p.errorf("bad string: %v", err)
+			}
+			p.i++
+			return out, nil
+		}
+		p.i++
+	}
+	return "", p.errorf("unterminated string")
 }
 
 // setPair sets key in d, replacing an earlier value in place (a Python dict keeps the first position).
@@ -362,8 +481,6 @@ func goToValue(v any) (any, error) {
 		return t, nil
 	case json.RawMessage:
 		return jsonToValue(t)
-	case []byte:
-		return string(t), nil
 	case int32:
 		return int(t), nil
 	case int64:

@@ -7,10 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/nikolalohinski/gonja/v2/exec"
 )
 
 func mustTemplate(t testing.TB, src string, special SpecialTokens, opts ...TemplateOption) *ChatTemplate {
@@ -329,4 +332,78 @@ func TestLstripBlocks(t *testing.T) {
 			t.Errorf("lstripBlocks(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// FuzzJSONToValue checks the template's JSON parser against encoding/json: it accepts exactly the valid
+// documents and decodes them to the same values.
+func FuzzJSONToValue(f *testing.F) {
+	for _, s := range []string{`{"a": [1, 2.5, -0, 1e400, "x\u00e9\ud83d\ude00"], "b": {"a": null, "a": true}}`, `[]`, `"\ud800"`, "\"\xff\"", `01`, `1.`, `{"a" 1}`, `[1,]`, ` 7 `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := jsonToValue(data)
+		if valid := json.Valid(data); valid != (err == nil) {
+			t.Fatalf("json.Valid = %v but jsonToValue error = %v", valid, err)
+		}
+		if err != nil {
+			return
+		}
+		var want any
+		dec := json.NewDecoder(strings.NewReader(string(data)))
+		dec.UseNumber()
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if g, w := plainOf(exec.ToValue(got)), plainNumbers(want); !reflect.DeepEqual(g, w) {
+			t.Fatalf("jsonToValue = %#v, encoding/json = %#v", g, w)
+		}
+	})
+}
+
+// plainOf converts engine values back to encoding/json's shapes (dict key order dropped, numbers as float64).
+func plainOf(v *exec.Value) any {
+	switch {
+	case v.IsNil():
+		return nil
+	case v.IsBool():
+		return v.Bool()
+	case v.IsInteger(), v.IsFloat():
+		return v.Float()
+	case v.IsString():
+		return v.String()
+	case v.IsDict():
+		m := map[string]any{}
+		for _, k := range v.Keys() {
+			item, _ := v.GetItem(k.Interface())
+			m[k.String()] = plainOf(item)
+		}
+		return m
+	case v.IsList():
+		out := []any{}
+		for i := range v.Len() {
+			out = append(out, plainOf(exec.ToValue(v.Index(i))))
+		}
+		return out
+	}
+	return fmt.Sprintf("unexpected %T", v.Interface())
+}
+
+func plainNumbers(v any) any {
+	switch t := v.(type) {
+	case json.Number:
+		f, _ := strconv.ParseFloat(string(t), 64)
+		return f
+	case map[string]any:
+		for k, e := range t {
+			t[k] = plainNumbers(e)
+		}
+	case []any:
+		for i, e := range t {
+			t[i] = plainNumbers(e)
+		}
+		if t == nil {
+			return []any{}
+		}
+	}
+	return v
 }
