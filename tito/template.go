@@ -39,8 +39,9 @@ type ChatTemplate struct {
 	// fakePrefixes are the stand-ins for history that RenderDelta tries, most preferred first.
 	fakePrefixes [][]Message
 
-	mu    sync.Mutex
-	cache map[string]*prepared // by optionsKey
+	mu     sync.Mutex
+	cache  map[string]*prepared // by optionsKey
+	frozen frozenJSON           // tojson texts of cached tool specs
 }
 
 // SpecialTokens are the named special tokens that transformers passes to every template render (its
@@ -151,7 +152,7 @@ func NewChatTemplate(source string, special SpecialTokens, opts ...TemplateOptio
 	for _, o := range opts {
 		o(t)
 	}
-	t.env = newEnvironment(t.now)
+	t.env = newEnvironment(t.now, &t.frozen)
 	cfg := config.New()
 	cfg.TrimBlocks = true
 	cfg.LeftStripBlocks = false // done by lstripBlocks, which follows Jinja where the engine does not
@@ -245,6 +246,11 @@ func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
 		p = q
 	} else if len(t.cache) < maxPrepared {
 		t.cache[key] = p
+		if tools, ok := vars["tools"].([]any); ok {
+			for _, tool := range tools {
+				t.frozen.freeze(tool.(*exec.Dict))
+			}
+		}
 	}
 	t.mu.Unlock()
 	return p, nil

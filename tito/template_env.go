@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nikolalohinski/gonja/v2/builtins"
@@ -14,9 +15,11 @@ import (
 
 // newEnvironment builds the engine environment of transformers' chat templates. Each ChatTemplate gets its own
 // copy of the filter and test tables, so nothing here touches the engine's package-level defaults.
-func newEnvironment(now func() time.Time) *exec.Environment {
+func newEnvironment(now func() time.Time, frozen *frozenJSON) *exec.Environment {
 	filters := exec.NewFilterSet(map[string]exec.FilterFunction{}).Update(builtins.Filters)
-	_ = filters.Replace("tojson", filterToJSON)
+	_ = filters.Replace("tojson", func(e *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+		return filterToJSON(e, in, params, frozen)
+	})
 	_ = filters.Replace("items", filterItems)
 	tests := exec.NewTestSet(map[string]exec.TestFunction{}).Update(builtins.Tests)
 	_ = tests.Replace("true", testTrue)
@@ -144,9 +147,18 @@ func listMethods() *exec.MethodSet[[]any] {
 
 // filterToJSON is transformers' tojson: json.dumps(x, ensure_ascii=False, indent=None, separators=None,
 // sort_keys=False), with those parameters also accepted positionally in that order.
-func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs, frozen *frozenJSON) *exec.Value {
 	if in.IsError() {
 		return in
+	}
+	d, isFrozen := in.Interface().(*exec.Dict)
+	isFrozen = isFrozen && frozen.has(d)
+	var key string
+	if isFrozen {
+		key = fmt.Sprintf("%v|%v", params.Args, params.KwArgs)
+		if s, ok := frozen.get(d, key); ok {
+			return exec.AsSafeValue(s)
+		}
 	}
 	names := []string{"ensure_ascii", "indent", "separators", "sort_keys"}
 	args := map[string]*exec.Value{}
@@ -192,7 +204,50 @@ func filterToJSON(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec
 	if err != nil {
 		return exec.AsValue(err)
 	}
+	if isFrozen {
+		frozen.put(d, key, s)
+	}
 	return exec.AsSafeValue(s)
+}
+
+// frozenJSON caches the tojson text of dicts that never change: the converted tool specs of prepared options,
+// which templates print with tojson on every render.
+type frozenJSON struct {
+	mu    sync.RWMutex
+	dicts map[*exec.Dict]map[string]string // by tojson arguments
+}
+
+func (f *frozenJSON) freeze(d *exec.Dict) {
+	f.mu.Lock()
+	if f.dicts == nil {
+		f.dicts = map[*exec.Dict]map[string]string{}
+	}
+	if _, ok := f.dicts[d]; !ok {
+		f.dicts[d] = map[string]string{}
+	}
+	f.mu.Unlock()
+}
+
+func (f *frozenJSON) has(d *exec.Dict) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	_, ok := f.dicts[d]
+	return ok
+}
+
+func (f *frozenJSON) get(d *exec.Dict, key string) (string, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s, ok := f.dicts[d][key]
+	return s, ok
+}
+
+func (f *frozenJSON) put(d *exec.Dict, key, s string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if m, ok := f.dicts[d]; ok && len(m) < 16 {
+		m[key] = s
+	}
 }
 
 func tmplContains(list []string, s string) bool {
