@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the example plugins of the AssemblyScript, C and Rust SDKs into .wasm files committed next to their sources.
 # The output is byte-reproducible (`make wasm-check`): fixed toolchain versions (scripts/setup.d/40-wasm-toolchains.sh),
-# repo-relative source paths (Rust and AssemblyScript embed them in panic/abort messages), no debug info, no timestamps.
+# repo-relative source paths (Rust and AssemblyScript embed them in panic/abort messages), no debug info, no timestamps;
+# checked by building in two different directories.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 env_file="${AGENTRT_CACHE:-$HOME/.cache/agentrt}/wasm-toolchains.env"
@@ -19,7 +20,8 @@ build_c() {
 }
 
 # build_rust OUT SRC: a Rust plugin with plugins/sdk/rust (compiled once into an rlib).
-rust_flags=(--edition 2021 --target wasm32-wasi -C opt-level=s -C panic=abort)
+# --remap-path-prefix: rustc makes an extern crate's source paths absolute in panic locations; strip the checkout path.
+rust_flags=(--edition 2021 --target wasm32-wasi -C opt-level=s -C panic=abort --remap-path-prefix "$PWD/=")
 build_rust() {
   local out=$1 src=$2 name
   name=$(basename "$out" .wasm)
