@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -463,6 +464,10 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			case err != nil:
 				c.result, c.outcome = errorResult(fmt.Sprintf("Error: tool %s failed: %v", c.tc.Name, err)), "error"
 			case res.IsError:
+				// A tool's own error reads like the runtime's: one "Error: " prefix the model learns to expect.
+				if text := resultText(res); !strings.HasPrefix(text, "Error") {
+					res = errorResult("Error: " + text)
+				}
 				c.result, c.outcome = res, "error"
 			default:
 				c.result, c.outcome = res, "ok"
