@@ -12,5 +12,5 @@
 // AppendResponse enforce DESIGN.md's invariants (prefix, verbatim responses, aligned arrays) and return an
 // *InvariantError instead of repairing anything; Validate re-checks a whole trajectory, Audit records
 // re-tokenization drift per response segment, SlimeSample exports slime's Sample fields. A Trajectory
-// belongs to one goroutine. Read Example first.
+// belongs to one goroutine. Read Example (rendering) and Example_trajectory (token bookkeeping) first.
 package tito

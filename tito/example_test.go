@@ -8,10 +8,10 @@ import (
 	"github.com/agentrt/agentrt/tito"
 )
 
-// Example shows one episode's token bookkeeping: load a model folder, tokenize the prompt, and record two
+// Example_trajectory shows one episode's token bookkeeping: load a model folder, tokenize the prompt, and record two
 // model calls the way the agent loop does (AppendPrompt, NextRequest, the /generate call, AppendResponse).
 // The folder is a tiny fixture; a real one (Qwen3, Llama 3.1) works the same.
-func Example() {
+func Example_trajectory() {
 	m, err := tito.LoadModel("testdata/model/tiny")
 	if err != nil {
 		log.Fatal(err)

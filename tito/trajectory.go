@@ -148,9 +148,12 @@ func (t *Trajectory) AppendPrompt(ids []int32) error {
 		t.Segments = append(t.Segments, Segment{Kind: KindPrompt, Offset: n, Length: len(ids), Turn: t.turns})
 	}
 	t.TokenIDs = append(t.TokenIDs, ids...)
-	t.LossMask = append(t.LossMask, make([]uint8, len(ids))...)
-	for range ids {
-		t.Logprobs = append(t.Logprobs, math.NaN())
+	t.LossMask = slices.Grow(t.LossMask, len(ids))[:n+len(ids)]
+	clear(t.LossMask[n:])
+	t.Logprobs = slices.Grow(t.Logprobs, len(ids))[:n+len(ids)]
+	nan := math.NaN()
+	for i := n; i < len(t.Logprobs); i++ {
+		t.Logprobs[i] = nan
 	}
 	return nil
 }
@@ -237,8 +240,9 @@ func (t *Trajectory) AppendResponse(r Response) error {
 	info := r.Turn
 	t.Segments = append(t.Segments, Segment{Kind: KindResponse, Offset: n, Length: len(r.OutputIDs), Turn: turn, Info: &info})
 	t.TokenIDs = append(t.TokenIDs, r.OutputIDs...)
-	for range r.OutputIDs {
-		t.LossMask = append(t.LossMask, 1)
+	t.LossMask = slices.Grow(t.LossMask, len(r.OutputIDs))[:len(t.TokenIDs)]
+	for i := n; i < len(t.LossMask); i++ {
+		t.LossMask[i] = 1
 	}
 	t.Logprobs = append(t.Logprobs, r.OutputLogprobs...)
 	t.pending = len(t.TokenIDs)

@@ -48,24 +48,49 @@ func (l Logprobs) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON implements json.Unmarshaler: null entries become NaN.
 func (l *Logprobs) UnmarshalJSON(b []byte) error {
-	var v []*float64
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("tito: logprobs: %w", err)
-	}
-	if v == nil {
+	b = bytes.TrimSpace(b)
+	if string(b) == "null" {
 		*l = nil
 		return nil
 	}
-	out := make(Logprobs, len(v))
-	for i, p := range v {
-		if p == nil {
-			out[i] = math.NaN()
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return errors.New("tito: logprobs: want an array of numbers and nulls")
+	}
+	body := bytes.TrimSpace(b[1 : len(b)-1])
+	out := make(Logprobs, 0, bytes.Count(body, []byte{','})+1)
+	for i := 0; len(body) > 0; i++ {
+		item, rest, found := bytes.Cut(body, []byte{','})
+		item = bytes.TrimSpace(item)
+		if string(item) == "null" {
+			out = append(out, math.NaN())
 		} else {
-			out[i] = *p
+			f, err := strconv.ParseFloat(string(item), 64)
+			if err != nil || !jsonNumberBytes(item) {
+				return fmt.Errorf("tito: logprobs[%d]: %q is not a number or null", i, item)
+			}
+			out = append(out, f)
+		}
+		body = bytes.TrimSpace(rest)
+		if found && len(body) == 0 {
+			return fmt.Errorf("tito: logprobs: trailing comma after element %d", i)
 		}
 	}
 	*l = out
 	return nil
+}
+
+// jsonNumberBytes reports whether b uses only the characters of a JSON number and starts like one (the
+// grammar is left to strconv.ParseFloat, which would also take "Inf", hex floats and underscores).
+func jsonNumberBytes(b []byte) bool {
+	if len(b) == 0 || (b[0] != '-' && (b[0] < '0' || b[0] > '9')) {
+		return false
+	}
+	for _, c := range b {
+		if (c < '0' || c > '9') && c != '-' && c != '+' && c != '.' && c != 'e' && c != 'E' {
+			return false
+		}
+	}
+	return true
 }
 
 func appendIDs(b []byte, ids []int32) []byte {
