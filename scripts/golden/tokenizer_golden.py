@@ -11,6 +11,9 @@ and True, and decode(ids) with skip_special_tokens False and True. Decode-only c
 no encode produces (a multi-byte character cut in half, special tokens mid-response, ids outside the
 vocabulary). Every encode is cross-checked against transformers.AutoTokenizer, which must agree.
 Never edit the output by hand: rerun this script.
+
+With --bench it writes nothing and prints the reference library's encode throughput on the text that tito's
+BenchmarkEncode100KB uses (the golden texts cycled to 100,000 bytes), for bench/results/tito-tokenizer.md.
 """
 
 import hashlib
@@ -186,5 +189,36 @@ def main():
         print(f"wrote {os.path.relpath(dest, ROOT)}: {len(cases)} encode cases, {len(dcases)} decode cases")
 
 
+def bench():
+    import time
+
+    with open(os.path.join(OUT, "qwen3.json"), encoding="utf-8") as f:
+        g = json.load(f)
+    text = ""
+    while len(text.encode()) < 100_000:
+        text += "".join(c["text"] + "\n" for c in g["encode"])
+    text = text.encode()[:100_000].decode("utf-8", "ignore")
+    small = "\n<|im_start|>user\n<tool_response>\n{\"temperature\": 21.5, \"unit\": \"celsius\", \"city\": \"Paris\"}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
+    for name, (env, _) in MODELS.items():
+        tok = Tokenizer.from_file(os.path.join(os.environ[env], "tokenizer.json"))
+        n = len(tok.encode(text, add_special_tokens=False).ids)
+        best = min(_timed(lambda: tok.encode(text, add_special_tokens=False)) for _ in range(7))
+        print(f"{name}: encode 100 KB: {n} tokens in {best * 1e3:.1f} ms = {n / best:,.0f} tokens/s, {len(text.encode()) / best / 1e6:.2f} MB/s")
+        reps = 2000
+        t = _timed(lambda: [tok.encode(small, add_special_tokens=False) for _ in range(reps)])
+        print(f"{name}: encode a {len(small)}-byte template delta: {t / reps * 1e6:.1f} us")
+
+
+def _timed(fn):
+    import time
+
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--bench"]:
+        bench()
+    else:
+        main()
