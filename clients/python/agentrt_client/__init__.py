@@ -1,0 +1,52 @@
+"""agentrt_client: the trainer side of agentrt's trajectory stream.
+
+Submit rollout requests to ``agentrt serve`` over a WebSocket and receive token-exact trajectories (token ids,
+loss mask, logprobs, per-turn provenance) as they finish, with acks, resume and back-pressure. Adapters turn
+them into slime ``Sample`` fields, verl ``AgentLoopOutput`` fields or padded numpy arrays; ``agentrt_client.slime``
+and ``agentrt_client.verl`` are drop-in trainer integrations. The protocol is docs/PROTOCOL.md.
+"""
+
+from .adapters import (
+    AgentLoopOutputFields,
+    SlimeSampleFields,
+    split,
+    summarize,
+    to_agent_loop_output,
+    to_padded_arrays,
+    to_slime_sample,
+)
+from .client import PROTOCOL_VERSION, Client, TrajectoryIterator, normalize_items
+from .errors import (
+    AgentrtError,
+    AuthError,
+    ProtocolError,
+    RejectedError,
+    RequestFailedError,
+    ServerError,
+    StreamClosedError,
+)
+from .trajectory import RequestDone, Trajectory, Welcome
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AgentLoopOutputFields",
+    "AgentrtError",
+    "AuthError",
+    "Client",
+    "ProtocolError",
+    "RejectedError",
+    "RequestDone",
+    "RequestFailedError",
+    "ServerError",
+    "SlimeSampleFields",
+    "StreamClosedError",
+    "Trajectory",
+    "TrajectoryIterator",
+    "Welcome",
+    "normalize_items",
+    "split",
+    "summarize",
+    "to_agent_loop_output",
+    "to_padded_arrays",
+    "to_slime_sample",
+]

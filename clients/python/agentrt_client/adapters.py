@@ -1,0 +1,256 @@
+"""Adapters from agentrt trajectories to what trainers consume.
+
+- ``to_slime_sample``: fills a slime ``Sample`` (slime/utils/types.py): ``tokens``, ``response_length``,
+  ``loss_mask``, ``rollout_log_probs``, ``status``, ``reward``, ``metadata``, ``weight_versions``.
+- ``to_agent_loop_output``: verl's ``AgentLoopOutput`` fields (``prompt_ids``, ``response_ids``,
+  ``response_mask``, ``response_logprobs``, ``reward_score``, ``num_turns``, ``metrics``).
+- ``to_padded_arrays``: a batch as padded numpy arrays in verl's layout (prompts left-padded, responses
+  right-padded).
+
+The split follows tito's ``Trajectory.SlimeSample``: the prompt is the initial prompt segment; the response is
+everything after it up to the end of the last response (tool results and template glue inside it carry loss
+mask 0); a trailing prompt segment that was never sent to the model is left out, so every response logprob is
+a real number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Sequence
+
+from .trajectory import Trajectory
+
+
+@dataclass
+class ResponseSplit:
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float]
+
+
+def split(traj: Trajectory) -> ResponseSplit:
+    """Splits a trajectory into prompt and response (see the module doc). Raises ValueError if a response
+    logprob is missing (a trajectory that breaks the aligned-arrays invariant)."""
+    ids, mask, lps = traj.token_ids, traj.loss_mask, traj.logprobs
+    if not (len(ids) == len(mask) == len(lps)):
+        raise ValueError(
+            f"trajectory {traj.trajectory_id}: token_ids, loss_mask and logprobs differ in length "
+            f"({len(ids)}, {len(mask)}, {len(lps)})"
+        )
+    end = traj.response_end
+    start = min(traj.prompt_length, end)
+    rlps = lps[start:end]
+    for i, lp in enumerate(rlps):
+        if lp is None:
+            raise ValueError(f"trajectory {traj.trajectory_id}: logprob of token {start + i} is missing")
+    return ResponseSplit(list(ids[:start]), list(ids[start:end]), list(mask[start:end]), [float(x) for x in rlps])
+
+
+# slime's Sample.Status names, by agentrt status.
+_SLIME_STATUS = {"completed": "COMPLETED", "truncated": "TRUNCATED", "aborted": "ABORTED", "failed": "FAILED"}
+
+
+@dataclass
+class SlimeSampleFields:
+    """The slime Sample fields the adapter fills, for use without slime installed."""
+
+    tokens: list[int] = field(default_factory=list)
+    response_length: int = 0
+    loss_mask: list[int] | None = None
+    rollout_log_probs: list[float] | None = None
+    status: Any = "pending"
+    reward: float | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    weight_versions: list[str] = field(default_factory=list)
+    response: str = ""
+
+
+def slime_status(status: str, sample_cls: Any = None) -> Any:
+    """Maps an agentrt status to slime's ``Sample.Status`` member (or its name when there is no enum)."""
+    name = _SLIME_STATUS.get(status)
+    if name is None:
+        raise ValueError(f"unknown trajectory status {status!r}")
+    enum = getattr(sample_cls, "Status", None) if sample_cls is not None else None
+    return enum[name] if enum is not None else name
+
+
+def _last_assistant_text(traj: Trajectory) -> str:
+    for m in reversed(traj.messages):
+        if m.get("role") == "assistant":
+            c = m.get("content")
+            return c if isinstance(c, str) else ""
+    return ""
+
+
+def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = None) -> Any:
+    """Fills ``sample`` (a slime ``Sample``, or any object with its fields) from a trajectory and returns it.
+
+    Without ``sample``, a new ``sample_cls()`` (default SlimeSampleFields) is made. ``status`` becomes a member
+    of the sample class's ``Status`` enum when it has one. ``metadata`` keeps what the sample had and adds
+    ``agentrt`` (trajectory id, status reason, provenance, per-turn info).
+    """
+    if sample is None:
+        sample = (sample_cls or SlimeSampleFields)()
+    sp = split(traj)
+    sample.tokens = sp.prompt_ids + sp.response_ids
+    sample.response_length = len(sp.response_ids)
+    sample.loss_mask = sp.response_mask
+    sample.rollout_log_probs = sp.response_logprobs
+    sample.status = slime_status(traj.status, type(sample))
+    sample.reward = traj.reward
+    sample.weight_versions = traj.weight_versions
+    if hasattr(sample, "response"):
+        sample.response = _last_assistant_text(traj)
+    meta = getattr(sample, "metadata", None)
+    if not isinstance(meta, dict):
+        meta = {}
+    meta["agentrt"] = {
+        "trajectory_id": traj.trajectory_id,
+        "request_id": traj.request_id,
+        "group_id": traj.group_id,
+        "status_reason": traj.status_reason,
+        "provenance": traj.provenance,
+        "turns": traj.turns(),
+    }
+    sample.metadata = meta
+    return sample
+
+
+@dataclass
+class AgentLoopOutputFields:
+    """verl's AgentLoopOutput fields, for use without verl installed."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: list[float] | None = None
+    routed_experts: Any = None
+    reward_score: float | None = None
+    num_turns: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def verl_num_turns(traj: Trajectory) -> int:
+    """verl's num_turns (user turns + assistant turns + 1): the initial prompt, every model response and every
+    tool-result prompt up to the end of the last response, that is the segments counted up to response_end."""
+    end = traj.response_end
+    return sum(1 for s in traj.segments if int(s["offset"]) < end)
+
+
+def to_agent_loop_output(traj: Trajectory, output_cls: Any = None, *, max_response_length: int | None = None) -> Any:
+    """Builds verl's ``AgentLoopOutput`` (or ``output_cls``) from a trajectory.
+
+    ``max_response_length`` cuts the response as verl's ToolAgentLoop does (``response_ids[:response_length]``).
+    ``metrics`` carries ``generate_sequences`` (seconds of model calls, from per-turn latency) and ``tool_calls``
+    (0: agentrt does not time tools per trajectory yet).
+    """
+    sp = split(traj)
+    if max_response_length is not None:
+        sp.response_ids = sp.response_ids[:max_response_length]
+        sp.response_mask = sp.response_mask[:max_response_length]
+        sp.response_logprobs = sp.response_logprobs[:max_response_length]
+    gen_s = sum(float(t.get("latency_ms") or 0) for t in traj.turns()) / 1000.0
+    cls = output_cls or AgentLoopOutputFields
+    return cls(
+        prompt_ids=sp.prompt_ids,
+        response_ids=sp.response_ids,
+        response_mask=sp.response_mask,
+        response_logprobs=sp.response_logprobs,
+        reward_score=traj.reward,
+        num_turns=verl_num_turns(traj),
+        metrics={"generate_sequences": gen_s, "tool_calls": 0.0},
+    )
+
+
+def to_padded_arrays(
+    trajs: Sequence[Trajectory] | Iterable[Trajectory],
+    *,
+    pad_token_id: int = 0,
+    max_prompt_length: int | None = None,
+    max_response_length: int | None = None,
+) -> dict[str, Any]:
+    """Pads a batch into numpy arrays in verl's layout.
+
+    Returns ``prompts`` [B, P] (left-padded), ``responses`` [B, R] (right-padded), ``response_mask`` [B, R]
+    (the loss mask; 0 on padding), ``input_ids`` [B, P+R], ``attention_mask`` [B, P+R] (1 on real tokens),
+    ``position_ids`` [B, P+R], ``rollout_log_probs`` [B, R] (float32, 0 on padding), ``rewards`` [B] (float32,
+    NaN where a trajectory has none), ``token_level_rewards`` [B, R] (the reward on the last response token),
+    ``num_turns`` [B] and ``trajectory_ids`` (a list). P and R are the longest prompt and response, or the given
+    maxima (longer prompts keep their last P tokens, longer responses their first R, as verl truncates).
+    """
+    import numpy as np
+
+    trajs = list(trajs)
+    splits = [split(t) for t in trajs]
+    B = len(trajs)
+    P = max_prompt_length if max_prompt_length is not None else max((len(s.prompt_ids) for s in splits), default=0)
+    R = max_response_length if max_response_length is not None else max((len(s.response_ids) for s in splits), default=0)
+    prompts = np.full((B, P), pad_token_id, dtype=np.int64)
+    prompt_attn = np.zeros((B, P), dtype=np.int64)
+    responses = np.full((B, R), pad_token_id, dtype=np.int64)
+    response_attn = np.zeros((B, R), dtype=np.int64)
+    response_mask = np.zeros((B, R), dtype=np.int64)
+    logprobs = np.zeros((B, R), dtype=np.float32)
+    rewards = np.full((B,), np.nan, dtype=np.float32)
+    token_rewards = np.zeros((B, R), dtype=np.float32)
+    num_turns = np.zeros((B,), dtype=np.int64)
+    for i, (t, s) in enumerate(zip(trajs, splits)):
+        p = s.prompt_ids[-P:] if P else []
+        if p:
+            prompts[i, P - len(p) :] = p
+            prompt_attn[i, P - len(p) :] = 1
+        r = s.response_ids[:R]
+        n = len(r)
+        if n:
+            responses[i, :n] = r
+            response_attn[i, :n] = 1
+            response_mask[i, :n] = s.response_mask[:R]
+            logprobs[i, :n] = s.response_logprobs[:R]
+        if t.reward is not None:
+            rewards[i] = t.reward
+            if n:
+                token_rewards[i, n - 1] = t.reward
+        num_turns[i] = verl_num_turns(t)
+    attention = np.concatenate([prompt_attn, response_attn], axis=1)
+    position_ids = np.clip(np.cumsum(attention, axis=1) - 1, 0, None)
+    return {
+        "prompts": prompts,
+        "responses": responses,
+        "response_mask": response_mask,
+        "input_ids": np.concatenate([prompts, responses], axis=1),
+        "attention_mask": attention,
+        "position_ids": position_ids,
+        "rollout_log_probs": logprobs,
+        "rewards": rewards,
+        "token_level_rewards": token_rewards,
+        "num_turns": num_turns,
+        "trajectory_ids": [t.trajectory_id for t in trajs],
+    }
+
+
+def summarize(trajs: Iterable[Trajectory]) -> dict[str, Any]:
+    """Counts by status, mean reward, token totals and the prefix-cache hit ratio (cached / prompt tokens)."""
+    status: dict[str, int] = {}
+    rewards: list[float] = []
+    tokens = response_tokens = prompt_tokens = cached = n = 0
+    for t in trajs:
+        n += 1
+        status[t.status] = status.get(t.status, 0) + 1
+        if t.reward is not None:
+            rewards.append(float(t.reward))
+        tokens += len(t.token_ids)
+        response_tokens += sum(t.loss_mask)
+        prompt_tokens += t.prompt_tokens
+        cached += t.cached_tokens
+    return {
+        "trajectories": n,
+        "status": status,
+        "mean_reward": (sum(rewards) / len(rewards)) if rewards else None,
+        "tokens": tokens,
+        "response_tokens": response_tokens,
+        "prompt_tokens": prompt_tokens,
+        "cached_tokens": cached,
+        "prefix_cache_hit_ratio": (cached / prompt_tokens) if prompt_tokens else None,
+    }
+

@@ -1,0 +1,157 @@
+"""The trajectory a trainer receives, and the request_done record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STATUSES = ("completed", "truncated", "aborted", "failed")
+
+
+@dataclass
+class Trajectory:
+    """One finished episode, as delivered by a ``trajectory`` message.
+
+    ``data`` is the trajectory object itself (token_ids, loss_mask, logprobs, segments, status, reward,
+    messages, provenance, ...); the properties below read it. ``seq`` is the spool sequence number used to ack.
+    """
+
+    seq: int
+    request_id: str
+    item_id: str
+    sample_index: int
+    group_id: str
+    trajectory_id: str
+    data: dict[str, Any] = field(repr=False)
+
+    @classmethod
+    def from_frame(cls, frame: dict[str, Any]) -> "Trajectory":
+        return cls(
+            seq=int(frame["seq"]),
+            request_id=frame["request_id"],
+            item_id=frame["item_id"],
+            sample_index=int(frame["sample_index"]),
+            group_id=frame["group_id"],
+            trajectory_id=frame["trajectory_id"],
+            data=frame["trajectory"],
+        )
+
+    # The flat, aligned arrays (len(token_ids) == len(loss_mask) == len(logprobs)).
+    @property
+    def token_ids(self) -> list[int]:
+        return self.data["token_ids"]
+
+    @property
+    def loss_mask(self) -> list[int]:
+        return self.data["loss_mask"]
+
+    @property
+    def logprobs(self) -> list[float | None]:
+        """Logprob of each token given the ones before it; ``None`` at index 0."""
+        return self.data["logprobs"]
+
+    @property
+    def segments(self) -> list[dict[str, Any]]:
+        return self.data.get("segments") or []
+
+    @property
+    def status(self) -> str:
+        return self.data.get("status", "")
+
+    @property
+    def status_reason(self) -> str:
+        return self.data.get("status_reason", "")
+
+    @property
+    def reward(self) -> float | None:
+        return self.data.get("reward")
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        return self.data.get("messages") or []
+
+    @property
+    def provenance(self) -> dict[str, Any]:
+        return self.data.get("provenance") or {}
+
+    @property
+    def prompt_length(self) -> int:
+        """Length of the initial prompt segment."""
+        segs = self.segments
+        return int(segs[0]["length"]) if segs else 0
+
+    @property
+    def response_end(self) -> int:
+        """End of the last response: a trailing prompt segment (never sent to the model) is left out."""
+        segs = self.segments
+        if len(segs) > 1 and segs[-1]["kind"] == "prompt":
+            return int(segs[-1]["offset"])
+        return len(self.token_ids)
+
+    def turns(self) -> list[dict[str, Any]]:
+        """The provenance of each model call (``info`` of each response segment), in order."""
+        return [s.get("info") or {} for s in self.segments if s.get("kind") == "response"]
+
+    @property
+    def num_turns(self) -> int:
+        """Model calls made (response segments)."""
+        return sum(1 for s in self.segments if s.get("kind") == "response")
+
+    @property
+    def weight_versions(self) -> list[str]:
+        """The weight_version of every model call, in order (slime's ``Sample.weight_versions``)."""
+        return [str(t.get("weight_version", "")) for t in self.turns()]
+
+    @property
+    def prompt_tokens(self) -> int:
+        """Prompt tokens summed over the model calls (SGLang meta_info.prompt_tokens)."""
+        return sum(int(t.get("prompt_tokens") or 0) for t in self.turns())
+
+    @property
+    def cached_tokens(self) -> int:
+        """Radix-cache hits summed over the model calls (SGLang meta_info.cached_tokens)."""
+        return sum(int(t.get("cached_tokens") or 0) for t in self.turns())
+
+
+@dataclass
+class RequestDone:
+    """A request produced every trajectory it will produce (``status``: completed, cancelled or failed)."""
+
+    seq: int
+    request_id: str
+    status: str
+    error: str
+    trajectories: int
+
+    @classmethod
+    def from_frame(cls, frame: dict[str, Any]) -> "RequestDone":
+        return cls(
+            seq=int(frame["seq"]),
+            request_id=frame["request_id"],
+            status=frame["status"],
+            error=frame.get("error", ""),
+            trajectories=int(frame.get("trajectories", 0)),
+        )
+
+
+@dataclass
+class Welcome:
+    """The server's answer to hello."""
+
+    consumer_id: str
+    session_id: str
+    unacked: int
+    active_requests: list[str]
+    max_message_bytes: int
+    dropped: int = 0
+
+    @classmethod
+    def from_frame(cls, frame: dict[str, Any]) -> "Welcome":
+        return cls(
+            consumer_id=frame["consumer_id"],
+            session_id=frame.get("session_id", ""),
+            unacked=int(frame.get("unacked", 0)),
+            active_requests=list(frame.get("active_requests") or []),
+            max_message_bytes=int(frame.get("max_message_bytes", 0)),
+            dropped=int(frame.get("dropped", 0)),
+        )
