@@ -237,6 +237,7 @@ func (s *Server) streamStart(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush() // headers go out now, as with SGLang's StreamingResponse
 }
 
 func (s *Server) streamErrorOnly(w http.ResponseWriter, ev []byte) {
