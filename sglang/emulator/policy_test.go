@@ -1,0 +1,434 @@
+package emulator
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// A tool call as a client's parser sees it.
+type parsedCall struct {
+	Name string
+	Args map[string]any
+}
+
+var (
+	hermesRe = regexp.MustCompile(`(?s)<tool_call>\n(.*?)\n</tool_call>`)
+	coderRe  = regexp.MustCompile(`(?s)<tool_call>\n<function=([^>\n]+)>\n(.*?)</function>\n</tool_call>`)
+	paramRe  = regexp.MustCompile(`(?s)<parameter=([^>\n]+)>\n(.*?)\n</parameter>`)
+)
+
+// parseCalls parses a completion the way SGLang's detectors do for the three formats (strict: a malformed
+// call gives an error).
+func parseCalls(format, text string) ([]parsedCall, error) {
+	if _, after, ok := strings.Cut(text, "</think>"); ok {
+		text = after
+	}
+	var out []parsedCall
+	switch format {
+	case FormatHermes:
+		if strings.Count(text, "<tool_call>") != len(hermesRe.FindAllString(text, -1)) {
+			return nil, fmt.Errorf("unclosed <tool_call> in %q", text)
+		}
+		for _, m := range hermesRe.FindAllStringSubmatch(text, -1) {
+			var c struct {
+				Name      string         `json:"name"`
+				Arguments map[string]any `json:"arguments"`
+			}
+			if err := json.Unmarshal([]byte(m[1]), &c); err != nil {
+				return nil, fmt.Errorf("bad JSON %q: %w", m[1], err)
+			}
+			out = append(out, parsedCall{c.Name, c.Arguments})
+		}
+	case FormatQwen3Coder:
+		if strings.Count(text, "<tool_call>") != len(coderRe.FindAllString(text, -1)) {
+			return nil, fmt.Errorf("malformed <tool_call> in %q", text)
+		}
+		for _, m := range coderRe.FindAllStringSubmatch(text, -1) {
+			c := parsedCall{Name: m[1], Args: map[string]any{}}
+			for _, p := range paramRe.FindAllStringSubmatch(m[2], -1) {
+				c.Args[p[1]] = p[2]
+			}
+			out = append(out, c)
+		}
+	case FormatLlama3:
+		t := strings.TrimPrefix(strings.TrimSpace(text), "<|python_tag|>")
+		if !strings.HasPrefix(t, "{") {
+			return nil, nil
+		}
+		for _, part := range strings.Split(t, "; ") {
+			var c struct {
+				Name       string         `json:"name"`
+				Parameters map[string]any `json:"parameters"`
+			}
+			if err := json.Unmarshal([]byte(part), &c); err != nil {
+				return nil, fmt.Errorf("bad JSON %q: %w", part, err)
+			}
+			out = append(out, parsedCall{c.Name, c.Parameters})
+		}
+	}
+	return out, nil
+}
+
+// eval evaluates + - * / and parentheses: the test's calculator tool.
+func eval(s string) (float64, error) {
+	p := &exprParser{s: strings.ReplaceAll(s, " ", "")}
+	v, err := p.sum()
+	if err == nil && p.i != len(p.s) {
+		err = fmt.Errorf("trailing %q", p.s[p.i:])
+	}
+	return v, err
+}
+
+type exprParser struct {
+	s string
+	i int
+}
+
+func (p *exprParser) sum() (float64, error) {
+	v, err := p.product()
+	for err == nil && p.i < len(p.s) && (p.s[p.i] == '+' || p.s[p.i] == '-') {
+		op := p.s[p.i]
+		p.i++
+		var w float64
+		if w, err = p.product(); op == '+' {
+			v += w
+		} else {
+			v -= w
+		}
+	}
+	return v, err
+}
+
+func (p *exprParser) product() (float64, error) {
+	v, err := p.atom()
+	for err == nil && p.i < len(p.s) && (p.s[p.i] == '*' || p.s[p.i] == '/') {
+		op := p.s[p.i]
+		p.i++
+		var w float64
+		if w, err = p.atom(); op == '*' {
+			v *= w
+		} else {
+			v /= w
+		}
+	}
+	return v, err
+}
+
+func (p *exprParser) atom() (float64, error) {
+	if p.i < len(p.s) && p.s[p.i] == '(' {
+		p.i++
+		v, err := p.sum()
+		if err != nil || p.i >= len(p.s) || p.s[p.i] != ')' {
+			return 0, fmt.Errorf("unbalanced parentheses in %q", p.s)
+		}
+		p.i++
+		return v, nil
+	}
+	j := p.i
+	if j < len(p.s) && p.s[j] == '-' {
+		j++
+	}
+	for j < len(p.s) && (p.s[j] >= '0' && p.s[j] <= '9' || p.s[j] == '.') {
+		j++
+	}
+	v, err := strconv.ParseFloat(p.s[p.i:j], 64)
+	p.i = j
+	return v, err
+}
+
+type episode struct {
+	turns      int
+	callsPer   []int
+	final      string
+	exprs      []string
+	results    []string
+	requests   [][]int32
+	lastOutput []int32
+}
+
+// runEpisode drives a tool-using episode against the emulator the way a TITO client does: append output_ids
+// verbatim, then the template glue and the tool results.
+func runEpisode(t *testing.T, url string, m *testModel, format string, task string) episode {
+	t.Helper()
+	var ids []int32
+	if format == FormatLlama3 {
+		ids = m.Tokenizer.Encode(llamaPrompt(task, calcToolJSON), false)
+	} else {
+		ids = qwenIDs(m, task, calcToolJSON)
+	}
+	var ep episode
+	for turn := 0; turn < 8; turn++ {
+		ep.requests = append(ep.requests, ids)
+		g := generate(t, url, map[string]any{"input_ids": ids, "sampling_params": map[string]any{"max_new_tokens": 1024}})
+		if last := g.OutputIDs[len(g.OutputIDs)-1]; last != m.StopIDs[0] {
+			t.Fatalf("turn %d: output ends with %d, want %d", turn, last, m.StopIDs[0])
+		}
+		ep.lastOutput = g.OutputIDs
+		calls, err := parseCalls(format, g.Text)
+		if err != nil {
+			t.Fatalf("turn %d: %v", turn, err)
+		}
+		ep.turns++
+		if len(calls) == 0 {
+			ep.final = g.Text
+			return ep
+		}
+		ep.callsPer = append(ep.callsPer, len(calls))
+		var results []string
+		for _, c := range calls {
+			if c.Name != "calculator" {
+				t.Fatalf("turn %d: call to %q", turn, c.Name)
+			}
+			e, _ := c.Args["expression"].(string)
+			v, err := eval(e)
+			if err != nil {
+				t.Fatalf("turn %d: expression %q: %v", turn, e, err)
+			}
+			r := strconv.FormatFloat(v, 'g', -1, 64)
+			ep.exprs = append(ep.exprs, e)
+			ep.results = append(ep.results, r)
+			results = append(results, r)
+		}
+		ids = append(slices.Clone(ids), g.OutputIDs...)
+		if format == FormatLlama3 {
+			ids = append(ids, m.Tokenizer.Encode(llamaToolTurn(results[0]), false)...)
+		} else {
+			ids = append(ids, m.Tokenizer.Encode(qwenToolTurn(results...), false)...)
+		}
+	}
+	t.Fatal("no final answer after 8 turns")
+	return ep
+}
+
+func TestAgenticFormats(t *testing.T) {
+	task := "Compute 12*7, then (3+4)/2 and 100-58 for me."
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3} {
+		t.Run(format, func(t *testing.T) {
+			m := qwen(t)
+			if format == FormatLlama3 {
+				m = llama(t)
+			}
+			parallel, sequential := false, false
+			for seed := uint64(0); seed < 12; seed++ {
+				cfg := testConfig(m)
+				cfg.ToolFormat = format
+				cfg.Seed = seed
+				_, url := start(t, cfg, m.Tokenizer)
+				ep := runEpisode(t, url, m, format, task)
+				if !slices.Equal(ep.exprs, []string{"12*7", "(3+4)/2", "100-58"}) {
+					t.Fatalf("seed %d: called with %v", seed, ep.exprs)
+				}
+				for i, e := range ep.exprs {
+					if want := e + " = " + ep.results[i]; !strings.Contains(ep.final, want) {
+						t.Errorf("seed %d: final answer %q lacks %q", seed, ep.final, want)
+					}
+				}
+				if !strings.Contains(ep.final, "The answer is 42.") {
+					t.Errorf("seed %d: final answer %q", seed, ep.final)
+				}
+				parallel = parallel || slices.Max(ep.callsPer) > 1
+				sequential = sequential || len(ep.callsPer) > 1
+			}
+			if format == FormatLlama3 && parallel {
+				t.Error("llama3: more than one call in a turn (the Llama 3.1 template allows one)")
+			}
+			if format != FormatLlama3 && !parallel {
+				t.Error("no seed made parallel calls")
+			}
+			if !sequential {
+				t.Error("no seed spread the calls over several turns")
+			}
+		})
+	}
+}
+
+func TestAgenticOtherToolsAndPlain(t *testing.T) {
+	m := qwen(t)
+	_, url := start(t, testConfig(m), m.Tokenizer)
+	ids := qwenIDs(m, "What is the weather in Paris?", weatherTool)
+	g := generate(t, url, map[string]any{"input_ids": ids})
+	calls, err := parseCalls(FormatHermes, g.Text)
+	if err != nil || len(calls) != 1 || calls[0].Name != "get_weather" || calls[0].Args["city"] == nil {
+		t.Fatalf("weather call: %q %v", g.Text, err)
+	}
+	ids = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn(`{"result": "sunny, 21C"}`), false)...)
+	g = generate(t, url, map[string]any{"input_ids": ids})
+	if !strings.Contains(g.Text, "sunny, 21C") {
+		t.Errorf("final answer %q does not use the tool result", g.Text)
+	}
+	g = generate(t, url, map[string]any{"input_ids": qwenIDs(m, "Say hello.")})
+	if calls, _ := parseCalls(FormatHermes, g.Text); len(calls) != 0 || g.Text == "" {
+		t.Errorf("no tools: %q", g.Text)
+	}
+}
+
+func TestAgenticThink(t *testing.T) {
+	m := qwen(t)
+	cfg := testConfig(m)
+	cfg.ThinkRate = 1
+	_, url := start(t, cfg, m.Tokenizer)
+	g := generate(t, url, map[string]any{"input_ids": qwenIDs(m, "What is 6*7?", calcToolJSON)})
+	if !strings.HasPrefix(g.Text, "<think>\n") || !strings.Contains(g.Text, "\n</think>\n\n<tool_call>") {
+		t.Errorf("think: %q", g.Text)
+	}
+	if calls, err := parseCalls(FormatHermes, g.Text); err != nil || len(calls) != 1 {
+		t.Errorf("think then call: %v %v", calls, err)
+	}
+	// a generation prompt that already closed the think block (enable_thinking=false) gets none
+	p := strings.TrimSuffix(qwenPrompt("x", "What is 6*7?", calcToolJSON), "") + "<think>\n\n</think>\n\n"
+	g = generate(t, url, map[string]any{"input_ids": m.Tokenizer.Encode(p, false)})
+	if strings.Contains(g.Text, "<think>") {
+		t.Errorf("think after a closed think block: %q", g.Text)
+	}
+}
+
+func TestAgenticMalformed(t *testing.T) {
+	m := qwen(t)
+	for _, format := range []string{FormatHermes, FormatQwen3Coder} {
+		kinds := map[string]bool{}
+		for seed := uint64(0); seed < 24; seed++ {
+			cfg := testConfig(m)
+			cfg.ToolFormat, cfg.Seed, cfg.MalformedRate = format, seed, 1
+			_, url := start(t, cfg, m.Tokenizer)
+			g := generate(t, url, map[string]any{"input_ids": qwenIDs(m, "What is 6*7?", calcToolJSON)})
+			calls, err := parseCalls(format, g.Text)
+			switch {
+			case err != nil && strings.Contains(err.Error(), "bad JSON"):
+				kinds["json"] = true
+			case err != nil:
+				kinds["tag"] = true
+			case len(calls) == 1 && calls[0].Name == UnknownToolName:
+				kinds["unknown"] = true
+			default:
+				t.Errorf("%s seed %d: a well-formed call at malformed rate 1: %q", format, seed, g.Text)
+			}
+		}
+		if len(kinds) < 2 || !kinds["unknown"] {
+			t.Errorf("%s: malformed kinds seen: %v", format, kinds)
+		}
+	}
+}
+
+func TestScripted(t *testing.T) {
+	m := qwen(t)
+	task := "Plain task without a marker."
+	script := fmt.Sprintf(`# comment
+{"key": "demo", "replies": ["<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1+1\"}}\n</tool_call>", "It is 2."]}
+{"key": %q, "replies": ["keyed by hash"]}
+{"key": "*", "replies": ["fallback"]}
+`, ScriptKey(task))
+	sc, err := ParseScript(strings.NewReader(script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(m)
+	cfg.Policy = PolicyScripted
+	_, url := start(t, cfg, m.Tokenizer, WithScript(sc))
+
+	ids := qwenIDs(m, "[script:demo] add one and one", calcToolJSON)
+	g := generate(t, url, map[string]any{"input_ids": ids})
+	if calls, _ := parseCalls(FormatHermes, g.Text); len(calls) != 1 || calls[0].Args["expression"] != "1+1" {
+		t.Errorf("turn 0: %q", g.Text)
+	}
+	ids = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn("2"), false)...)
+	if g := generate(t, url, map[string]any{"input_ids": ids}); g.Text != "It is 2." {
+		t.Errorf("turn 1: %q", g.Text)
+	}
+	ids = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode("\n<|im_start|>user\nmore?<|im_end|>\n<|im_start|>assistant\n", false)...)
+	if g := generate(t, url, map[string]any{"input_ids": ids}); g.Text != NoScriptReply {
+		t.Errorf("turn 2 (past the script): %q", g.Text)
+	}
+	if g := generate(t, url, map[string]any{"input_ids": qwenIDs(m, task)}); g.Text != "keyed by hash" {
+		t.Errorf("hash key: %q", g.Text)
+	}
+	if g := generate(t, url, map[string]any{"input_ids": qwenIDs(m, "anything else")}); g.Text != "fallback" {
+		t.Errorf("fallback: %q", g.Text)
+	}
+	for _, bad := range []string{`{"key": "a"}`, `not json`, `{"key": "a", "replies": ["x"]}` + "\n" + `{"key": "a", "replies": ["y"]}`, `{"key": "a", "replies": ["x"], "extra": 1}`} {
+		if _, err := ParseScript(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line") {
+			t.Errorf("ParseScript(%q): %v", bad, err)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// TestLogPrefixInvariant checks, from the server's log alone, that each turn's input_ids extend the previous
+// turn's input_ids + output_ids, and that arrival/completion times are ordered.
+func TestLogPrefixInvariant(t *testing.T) {
+	m := qwen(t)
+	var buf syncBuffer
+	cfg := testConfig(m)
+	cfg.Seed = 3
+	srv, url := start(t, cfg, m.Tokenizer, WithLog(&buf))
+	ep := runEpisode(t, url, m, FormatHermes, "Compute 12*7, then (3+4)/2 and 100-58 for me.")
+	post(t, url, "/generate", map[string]any{"input_ids": []int{1, 2}, "stream": true, "sampling_params": map[string]any{"max_new_tokens": 3}})
+	get(t, url, "/health")
+	if err := srv.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var recs []LogRecord
+	sc := bufio.NewScanner(&buf.b)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var r LogRecord
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("log line: %v: %s", err, sc.Bytes())
+		}
+		recs = append(recs, r)
+	}
+	if len(recs) != ep.turns+2 {
+		t.Fatalf("%d log records, want %d", len(recs), ep.turns+2)
+	}
+	var prev []int32
+	for i, r := range recs[:ep.turns] {
+		var req struct {
+			InputIDs []int32 `json:"input_ids"`
+		}
+		var resp struct {
+			OutputIDs []int32 `json:"output_ids"`
+		}
+		if r.Path != "/generate" || r.Status != 200 || r.Seq != uint64(i+1) || json.Unmarshal(r.Request, &req) != nil || json.Unmarshal(r.Response, &resp) != nil {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+		if !slices.Equal(req.InputIDs, ep.requests[i]) {
+			t.Errorf("record %d: input_ids differ from what the client sent", i)
+		}
+		if prev != nil && !slices.Equal(req.InputIDs[:len(prev)], prev) {
+			t.Errorf("turn %d: the prefix invariant does not hold", i)
+		}
+		prev = append(slices.Clone(req.InputIDs), resp.OutputIDs...)
+		if r.SentNS < r.RecvNS || (i > 0 && r.RecvNS < recs[i-1].SentNS) {
+			t.Errorf("record %d: times recv %d sent %d (previous sent %d)", i, r.RecvNS, r.SentNS, recs[i-1].SentNS)
+		}
+	}
+	if !slices.Equal(prev, append(slices.Clone(ep.requests[len(ep.requests)-1]), ep.lastOutput...)) {
+		t.Error("the final trajectory is not the last input_ids + output_ids")
+	}
+	st := recs[ep.turns]
+	var last map[string]any
+	if json.Unmarshal(st.Response, &last) != nil || last["meta_info"].(map[string]any)["finish_reason"] == nil {
+		t.Errorf("stream record: the response is not the final event: %s", st.Response)
+	}
+	if recs[ep.turns+1].Path != "/health" {
+		t.Errorf("last record %+v", recs[ep.turns+1])
+	}
+}
