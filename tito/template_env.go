@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ func newEnvironment(now func() time.Time, frozen *frozenJSON) *exec.Environment 
 		return filterToJSON(e, in, params, frozen)
 	})
 	_ = filters.Replace("items", filterItems)
+	_ = filters.Replace("reverse", filterReverse)
 	tests := exec.NewTestSet(map[string]exec.TestFunction{}).Update(builtins.Tests)
 	_ = tests.Replace("true", testTrue)
 	_ = tests.Replace("false", testFalse)
@@ -282,6 +284,37 @@ func filterItems(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.
 		out = []any{}
 	}
 	return exec.AsValue(out)
+}
+
+// filterReverse is Jinja's reverse: a string with its characters reversed, or the items of a sequence (the keys
+// of a mapping) in reverse order. The engine's own reverses bytes and sorts lists.
+func filterReverse(_ *exec.Evaluator, in *exec.Value, params *exec.VarArgs) *exec.Value {
+	if in.IsError() {
+		return in
+	}
+	if len(params.Args) > 0 || len(params.KwArgs) > 0 {
+		return exec.AsValue(errors.New("reverse takes no arguments"))
+	}
+	switch {
+	case in.IsString():
+		r := []rune(in.String())
+		slices.Reverse(r)
+		return exec.AsValue(string(r))
+	case in.IsList():
+		out := make([]any, in.Len())
+		for i := range out {
+			out[len(out)-1-i] = exec.ToValue(in.Index(i)).Interface()
+		}
+		return exec.AsValue(out)
+	case in.IsDict():
+		keys := in.Keys()
+		out := make([]any, len(keys))
+		for i, k := range keys {
+			out[len(out)-1-i] = k.Interface()
+		}
+		return exec.AsValue(out)
+	}
+	return exec.AsValue(fmt.Errorf("argument to reverse is not iterable"))
 }
 
 // testTrue and testFalse are Jinja's "is true" / "is false": identity with the booleans, so that an undefined or

@@ -210,7 +210,7 @@ strings={{ 'a,b,,c'.split(',') | tojson }} {{ '  x  '.strip() }}|{{ 'Hello'.uppe
 slices={{ [1, 2, 3, 4][1:3] | tojson }} {{ [1, 2, 3, 4][-2:] | tojson }} {{ 'hello'[1:4] }}
 tests={{ extra is mapping }} {{ 'x' is string }} {{ 'x' is iterable }} {{ 3 is number }} {{ 3 is integer }} {{ 3.5 is float }}
 math={{ 7 // 2 }} {{ 7 % 3 }} {{ 1 + 2 * 3 }} {{ (1 + 2) * 3 }}
-filters={{ [3, 1, 2] | sort | join('-') }} {{ ['a', 'b'] | length }} {{ 'x' | default('d') }} {{ undefined_var | default('d') }} {{ [1, 2, 3] | reject('equalto', 2) | list | tojson }} {{ [1, 2, 3] | select('odd') | list | tojson }} {{ 'abc' | upper }} {{ 'a b' | replace(' ', '_') }} {{ ' x ' | trim }}
+filters={{ [3, 1, 2] | sort | join('-') }} {{ ['a', 'b'] | length }} {{ 'x' | default('d') }} {{ undefined_var | default('d') }} {{ [1, 2, 3] | reject('equalto', 2) | list | tojson }} {{ [1, 2, 3] | select('odd') | list | tojson }} {{ 'abc' | upper }} {{ 'a b' | replace(' ', '_') }} {{ ' x ' | trim }} {{ [3, 1, 2] | reverse | list | tojson }} {{ 'é中ab' | reverse }} {{ 'é中ab' | first }}{{ 'é中ab' | last }} {{ 'é中ab' | length }} {{ 'é中ab'[1:3] }} {{ extra | reverse | list | tojson }}
 methods={{ extra.get('nested') | tojson }} {{ extra.get('nope', 'dflt') }} {{ extra.get('nope') is none }} {{ extra.keys() | list | tojson }} {% for k, v in extra.nested.items() %}{{ k }}={{ v | tojson }};{% endfor %} {% if tools %}{{ tools[0].function.parameters.properties.keys() | join(',') }}{% endif %} {{ extra.values() | list | length }}
 range={% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{{ i }}{% endfor %} {% for i in range(1, 7, 2) %}{% if i == 3 %}{% continue %}{% endif %}{{ i }}{% endfor %}
 {%- if add_generation_prompt %}
