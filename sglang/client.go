@@ -418,17 +418,19 @@ type responseWire struct {
 
 // decodeGenerateResponse decodes and checks a non-stream /generate body.
 func decodeGenerateResponse(body []byte, wantLogprobs bool) (*GenerateResponse, error) {
-	var w responseWire
-	if err := json.Unmarshal(body, &w); err != nil {
-		var ute *json.UnmarshalTypeError
-		if errors.As(err, &ute) {
-			// valid JSON of the wrong shape: a server bug or an incompatible version, not transient
-			if len(body) > 0 && body[0] == '[' {
-				return nil, &responseError{msg: "got a JSON array (a batch response); Generate sends single requests"}
+	w, ok := fastDecode(body)
+	if !ok {
+		if err := json.Unmarshal(body, &w); err != nil {
+			var ute *json.UnmarshalTypeError
+			if errors.As(err, &ute) {
+				// valid JSON of the wrong shape: a server bug or an incompatible version, not transient
+				if len(body) > 0 && body[0] == '[' {
+					return nil, &responseError{msg: "got a JSON array (a batch response); Generate sends single requests"}
+				}
+				return nil, &responseError{msg: "unexpected JSON shape", err: err}
 			}
-			return nil, &responseError{msg: "unexpected JSON shape", err: err}
+			return nil, &responseError{msg: fmt.Sprintf("undecodable body (%d bytes)", len(body)), err: err, retry: true}
 		}
-		return nil, &responseError{msg: fmt.Sprintf("undecodable body (%d bytes)", len(body)), err: err, retry: true}
 	}
 	switch {
 	case w.OutputIDs == nil:

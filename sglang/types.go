@@ -422,15 +422,52 @@ func appendExtra(b []byte, extra map[string]any, reserved []string, where string
 	return b, nil
 }
 
+// appendInt32s appends ids as a JSON array, writing digits in place (a prompt is thousands of ids, and
+// strconv.AppendInt per id costs several times more).
 func appendInt32s(b []byte, ids []int32) []byte {
-	b = append(b, '[')
+	n := len(b)
+	b = slices.Grow(b, 2+6*len(ids))
+	b = b[:cap(b)]
+	b[n] = '['
+	n++
 	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
+		if n+12 > len(b) { // room for ",-2147483648" and the closing bracket
+			b = slices.Grow(b[:n], 13+6*(len(ids)-i))
+			b = b[:cap(b)]
 		}
-		b = strconv.AppendInt(b, int64(id), 10)
+		if i > 0 {
+			b[n] = ','
+			n++
+		}
+		v := int64(id)
+		if v < 0 {
+			b[n] = '-'
+			n++
+			v = -v
+		}
+		u := uint32(v)
+		if u < 10 {
+			b[n] = byte('0' + u)
+			n++
+			continue
+		}
+		var tmp [10]byte
+		j := len(tmp)
+		for u >= 10 {
+			j--
+			tmp[j] = byte('0' + u%10)
+			u /= 10
+		}
+		j--
+		tmp[j] = byte('0' + u)
+		n += copy(b[n:], tmp[j:])
 	}
-	return append(b, ']')
+	if n >= len(b) {
+		b = slices.Grow(b[:n], 1)
+		b = b[:cap(b)]
+	}
+	b[n] = ']'
+	return b[:n+1]
 }
 
 // appendFloat formats f as encoding/json does (shortest representation that round-trips).

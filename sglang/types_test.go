@@ -444,3 +444,15 @@ func FuzzLogprobEntry(f *testing.F) {
 		}
 	})
 }
+
+func TestAppendInt32s(t *testing.T) {
+	ids := []int32{0, 1, -1, 9, 10, 99, 100, 151645, -2147483648, 2147483647, 1000000000}
+	got := appendInt32s([]byte("x"), ids)
+	want, _ := json.Marshal(ids)
+	if string(got) != "x"+string(want) {
+		t.Errorf("got %s want x%s", got, want)
+	}
+	if got := appendInt32s(nil, nil); string(got) != "[]" {
+		t.Errorf("empty: %s", got)
+	}
+}

@@ -1,0 +1,150 @@
+package sglang_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/sglang/emulator"
+)
+
+// Benchmarks: go test -run '^$' -bench . -benchmem ./sglang/
+//
+// BenchmarkGenerate* measure whole client calls (encode, HTTP over loopback, decode) at 1 and 512 concurrent
+// requests. The servers run in the same process, so allocs/op and CPU include the server side; the fake
+// server's share is small (it writes a prebuilt body), the emulator's is not (it tokenizes and scores).
+
+const (
+	benchPromptLen = 2000
+	benchOutputLen = 200
+)
+
+func benchRequest(i int64) *sglang.GenerateRequest {
+	ids := make([]int32, benchPromptLen)
+	for j := range ids {
+		ids[j] = int32(100 + j%5000)
+	}
+	return &sglang.GenerateRequest{
+		InputIDs:        ids,
+		SamplingParams:  sglang.SamplingParams{MaxNewTokens: benchOutputLen, Temperature: new(1.0)},
+		ReturnLogprob:   true,
+		LogprobStartLen: benchPromptLen - 1,
+		RID:             "bench-" + strconv.FormatInt(i, 10),
+	}
+}
+
+// benchResponseBody is a realistic /generate answer: 200 output ids with logprobs, one input logprob.
+func benchResponseBody() []byte {
+	resp := sglang.GenerateResponse{Text: "x", OutputIDs: make([]int32, benchOutputLen)}
+	m := &resp.MetaInfo
+	m.ID = "bench"
+	m.FinishReason = &sglang.FinishReason{Type: sglang.FinishStop, MatchedTokenID: 151645}
+	m.PromptTokens, m.CompletionTokens, m.CachedTokens = benchPromptLen, benchOutputLen, benchPromptLen-1
+	m.WeightVersion = "default"
+	m.E2ELatency = 0.123
+	m.InputTokenLogprobs = []sglang.LogprobEntry{{Null: true, TokenID: 100}}
+	for i := range resp.OutputIDs {
+		resp.OutputIDs[i] = int32(1000 + i)
+		m.OutputTokenLogprobs = append(m.OutputTokenLogprobs, sglang.LogprobEntry{Logprob: -0.0001234567 * float64(i+1), TokenID: int32(1000 + i)})
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func fakeGenerateServer(b *testing.B) string {
+	body := benchResponseBody()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		_, _ = w.Write(body)
+	}))
+	b.Cleanup(srv.Close)
+	return srv.URL
+}
+
+func runGenerateBench(b *testing.B, url string, concurrency int, mkReq func(int64) *sglang.GenerateRequest) {
+	cfg := sglang.DefaultConfig()
+	cfg.Workers = []string{url}
+	cfg.MaxInFlightPerWorker = concurrency
+	c, err := sglang.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	// warm the connection pool
+	for i := range min(concurrency, 64) {
+		if _, err := c.Generate(b.Context(), "", mkReq(int64(-1-i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var n atomic.Int64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	if concurrency == 1 {
+		for i := 0; i < b.N; i++ {
+			if _, err := c.Generate(b.Context(), "ep", mkReq(int64(i))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	} else {
+		b.SetParallelism((concurrency + 1) / 2) // RunParallel starts parallelism × GOMAXPROCS goroutines
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				i := n.Add(1)
+				if _, err := c.Generate(b.Context(), "ep-"+strconv.FormatInt(i%997, 10), mkReq(i)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "req/s")
+}
+
+func BenchmarkGenerateFake(b *testing.B) {
+	url := fakeGenerateServer(b)
+	for _, conc := range []int{1, 512} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) { runGenerateBench(b, url, conc, benchRequest) })
+	}
+}
+
+func BenchmarkGenerateEmulator(b *testing.B) {
+	tok := qwenTokenizer(b)
+	_, url := startEmulator(b, func(c *emulator.Config) { c.Policy = emulator.PolicyAgentic })
+	prompt := qwenPrompt(tok, "What is 12*7? Answer briefly.")
+	mk := func(i int64) *sglang.GenerateRequest {
+		return &sglang.GenerateRequest{
+			InputIDs:        prompt,
+			SamplingParams:  sglang.SamplingParams{MaxNewTokens: 64},
+			ReturnLogprob:   true,
+			LogprobStartLen: len(prompt) - 1,
+			RID:             "bench-" + strconv.FormatInt(i, 10),
+		}
+	}
+	for _, conc := range []int{1, 512} {
+		b.Run(fmt.Sprintf("conc=%d", conc), func(b *testing.B) { runGenerateBench(b, url, conc, mk) })
+	}
+}
+
+// BenchmarkEncodeRequest is the request encoding alone (2000 prompt ids).
+func BenchmarkEncodeRequest(b *testing.B) {
+	req := benchRequest(1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := req.MarshalJSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
