@@ -22,7 +22,9 @@ const (
 )
 
 // knownRoles lists the accepted roles, in the order error messages name them.
-var knownRoles = []string{RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool, RoleIPython, RoleFunction}
+func knownRoles() []string {
+	return []string{RoleSystem, RoleDeveloper, RoleUser, RoleAssistant, RoleTool, RoleIPython, RoleFunction}
+}
 
 // Message is one chat message as transformers' apply_chat_template takes it (the OpenAI shape):
 //
@@ -132,9 +134,9 @@ func (m *Message) validate(i int) error {
 	}
 	switch {
 	case m.Role == "":
-		return bad("role", "missing (want one of %s)", strings.Join(knownRoles, ", "))
-	case !slices.Contains(knownRoles, m.Role):
-		return bad("role", "unknown role %q (want one of %s)", m.Role, strings.Join(knownRoles, ", "))
+		return bad("role", "missing (want one of %s)", strings.Join(knownRoles(), ", "))
+	case !slices.Contains(knownRoles(), m.Role):
+		return bad("role", "unknown role %q (want one of %s)", m.Role, strings.Join(knownRoles(), ", "))
 	}
 	for j, p := range m.Parts {
 		if !json.Valid(p) {

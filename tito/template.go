@@ -23,7 +23,22 @@ import (
 // apply_chat_template(..., tokenize=False) does, and renders the messages appended to a conversation as a delta
 // (RenderDelta) so that history is never re-rendered.
 //
-// A ChatTemplate is immutable after construction and safe for concurrent use.
+// A ChatTemplate is safe for concurrent use. It keeps a bounded cache of converted tools and kwargs, keyed by
+// their exact value, so repeated renders with the same options skip the conversion.
+//
+// # Notes
+//
+// The engine is gonja v2 with transformers' environment rebuilt around it (ordered dicts, Python json.dumps for
+// tojson, items, reverse, read-only dict and list methods as in the immutable sandbox, raise_exception,
+// strftime_now, Jinja's lstrip_blocks). It is byte-exact with transformers on the Qwen3, Qwen2.5 and Llama 3.1
+// templates and the golden engine cases (testdata/template). Known differences that those templates do not hit:
+//   - a conditional expression is parsed only at the top of {{ }} and {% set %}: "(a if c else b)" and
+//     "f(a if c else b)" are syntax errors (Gemma 3's template fails to parse);
+//   - undefined and None are one value: "x is defined" is false for a variable set to None, and None prints "";
+//   - strings are indexed and iterated by byte ("s[0]", "for c in s"); slicing, length, first, last and reverse
+//     work on characters;
+//   - "+" of a string and a non-string concatenates text where Python raises; "**" yields a float; "//" and "%"
+//     truncate toward zero.
 type ChatTemplate struct {
 	source    string
 	tpl       *exec.Template
@@ -98,8 +113,14 @@ func (e *TemplateError) Error() string {
 	return "tito: chat template: " + e.Message
 }
 
-// reserved are the render variables that Kwargs may not set.
-var reserved = []string{"messages", "tools", "documents", "add_generation_prompt"}
+// isReserved reports the render variables that Kwargs may not set.
+func isReserved(name string) bool {
+	switch name {
+	case "messages", "tools", "documents", "add_generation_prompt":
+		return true
+	}
+	return false
+}
 
 // The stand-in conversation that separator detection and RenderDelta render.
 const (
@@ -215,7 +236,7 @@ func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
 		vars[k] = v
 	}
 	for k, v := range o.Kwargs {
-		if slices.Contains(reserved, k) {
+		if isReserved(k) {
 			return nil, fmt.Errorf("tito: render: kwarg %q is reserved (pass it through RenderOptions or the messages)", k)
 		}
 		c, err := goToValue(v)
