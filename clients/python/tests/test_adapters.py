@@ -1,0 +1,225 @@
+"""Adapters and trainer integrations, with stand-ins that have exactly the trainers' fields (slime's Sample in
+slime/utils/types.py, verl's AgentLoopOutput in verl/experimental/agent_loop/agent_loop.py): the trainers'
+own packages need GPU stacks."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import enum
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+import numpy as np
+import pytest
+
+from agentrt_client import Client, Trajectory, split, summarize, to_agent_loop_output, to_padded_arrays, to_slime_sample
+from agentrt_client._shared import close_shared
+from agentrt_client.slime import generate
+from agentrt_client.verl import AgentrtAgentLoop
+from helpers import prompts, run_async
+
+
+@dataclass
+class Sample:
+    """Stand-in for slime.utils.types.Sample (the fields the generate hook reads and fills)."""
+
+    class Status(enum.Enum):
+        PENDING = "pending"
+        COMPLETED = "completed"
+        TRUNCATED = "truncated"
+        ABORTED = "aborted"
+        FAILED = "failed"
+
+    group_index: Optional[int] = None
+    index: Optional[int] = None
+    prompt: Union[str, list[dict[str, str]]] = ""
+    tokens: list[int] = field(default_factory=list)
+    response: str = ""
+    response_length: int = 0
+    label: Optional[str] = None
+    reward: Optional[Union[float, dict[str, Any]]] = None
+    loss_mask: Optional[list[int]] = None
+    weight_versions: list[str] = field(default_factory=list)
+    rollout_log_probs: Optional[list[float]] = None
+    status: Status = Status.PENDING
+    metadata: dict = field(default_factory=dict)
+
+
+@dataclass
+class AgentLoopOutput:
+    """Stand-in for verl's AgentLoopOutput (a pydantic model there), same fields and defaults."""
+
+    prompt_ids: list[int]
+    response_ids: list[int]
+    response_mask: list[int]
+    response_logprobs: Optional[list[float]] = None
+    routed_experts: Optional[Any] = None
+    reward_score: Optional[float] = None
+    num_turns: int = 0
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+def make_traj(trailing_prompt: bool = True, status: str = "completed", reward: float | None = 1.0) -> Trajectory:
+    # prompt [0,3) | response [3,5) v1 | tool prompt [5,7) | response [7,9) v2 | trailing prompt [9,10)
+    ids = [10, 11, 12, 20, 21, 30, 31, 40, 41, 50]
+    mask = [0, 0, 0, 1, 1, 0, 0, 1, 1, 0]
+    lps = [None, -0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, None]
+    segs = [
+        {"kind": "prompt", "offset": 0, "length": 3, "turn": 0},
+        {"kind": "response", "offset": 3, "length": 2, "turn": 0,
+         "info": {"weight_version": "v1", "prompt_tokens": 3, "cached_tokens": 0, "latency_ms": 100}},
+        {"kind": "prompt", "offset": 5, "length": 2, "turn": 1},
+        {"kind": "response", "offset": 7, "length": 2, "turn": 1,
+         "info": {"weight_version": "v2", "prompt_tokens": 7, "cached_tokens": 5, "latency_ms": 50}},
+    ]
+    if trailing_prompt:
+        segs.append({"kind": "prompt", "offset": 9, "length": 1, "turn": 2})
+    else:
+        ids, mask, lps = ids[:9], mask[:9], lps[:9]
+    data = {"token_ids": ids, "loss_mask": mask, "logprobs": lps, "segments": segs, "status": status,
+            "status_reason": "stop", "reward": reward, "provenance": {"model": "m"},
+            "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "first"},
+                         {"role": "tool", "content": "r"}, {"role": "assistant", "content": "final"}]}
+    return Trajectory(seq=1, request_id="r", item_id="i", sample_index=0, group_id="r/i", trajectory_id="r/i/0", data=data)
+
+
+def test_split_leaves_out_trailing_prompt():
+    for trailing in (True, False):
+        sp = split(make_traj(trailing))
+        assert sp.prompt_ids == [10, 11, 12]
+        assert sp.response_ids == [20, 21, 30, 31, 40, 41]
+        assert sp.response_mask == [1, 1, 0, 0, 1, 1]
+        assert sp.response_logprobs == [-0.3, -0.4, -0.5, -0.6, -0.7, -0.8]
+
+
+def test_split_rejects_broken_trajectories():
+    t = make_traj()
+    t.data["logprobs"][4] = None
+    with pytest.raises(ValueError, match="logprob of token 4"):
+        split(t)
+    t = make_traj()
+    t.data["loss_mask"].pop()
+    with pytest.raises(ValueError, match="differ in length"):
+        split(t)
+
+
+def test_slime_sample():
+    s = Sample(index=3, prompt="q", label="x", metadata={"kept": 1})
+    out = to_slime_sample(make_traj(), s)
+    assert out is s
+    assert s.tokens == [10, 11, 12, 20, 21, 30, 31, 40, 41]
+    assert s.response_length == 6 and len(s.loss_mask) == len(s.rollout_log_probs) == 6
+    assert s.loss_mask == [1, 1, 0, 0, 1, 1]
+    assert s.rollout_log_probs == [-0.3, -0.4, -0.5, -0.6, -0.7, -0.8]
+    assert s.status is Sample.Status.COMPLETED
+    assert s.reward == 1.0 and s.weight_versions == ["v1", "v2"] and s.response == "final"
+    assert s.metadata["kept"] == 1 and s.metadata["agentrt"]["trajectory_id"] == "r/i/0"
+    # Every field the hook sets exists on slime's Sample: nothing was added by accident.
+    assert set(vars(s)) == {f.name for f in dataclasses.fields(Sample)}
+    for status, member in [("truncated", Sample.Status.TRUNCATED), ("aborted", Sample.Status.ABORTED), ("failed", Sample.Status.FAILED)]:
+        assert to_slime_sample(make_traj(status=status), Sample()).status is member
+    with pytest.raises(ValueError, match="unknown trajectory status"):
+        to_slime_sample(make_traj(status="weird"), Sample())
+    # Without a sample class: the library's own fields object with string statuses.
+    assert to_slime_sample(make_traj()).status == "COMPLETED"
+
+
+def test_agent_loop_output():
+    out = to_agent_loop_output(make_traj(), AgentLoopOutput)
+    assert isinstance(out, AgentLoopOutput)
+    assert out.prompt_ids == [10, 11, 12]
+    assert out.response_ids == [20, 21, 30, 31, 40, 41]
+    assert out.response_mask == [1, 1, 0, 0, 1, 1]
+    assert out.response_logprobs == [-0.3, -0.4, -0.5, -0.6, -0.7, -0.8]
+    assert out.reward_score == 1.0
+    assert out.num_turns == 4  # verl: user turns (initial prompt + tool result) + assistant turns
+    assert out.metrics == {"generate_sequences": 0.15, "tool_calls": 0.0}
+    cut = to_agent_loop_output(make_traj(), AgentLoopOutput, max_response_length=3)
+    assert cut.response_ids == [20, 21, 30] and cut.response_mask == [1, 1, 0] and len(cut.response_logprobs) == 3
+
+
+def test_padded_arrays():
+    a = make_traj()
+    b = Trajectory(seq=2, request_id="r", item_id="j", sample_index=0, group_id="r/j", trajectory_id="r/j/0", data={
+        "token_ids": [1, 2, 3, 4, 5], "loss_mask": [0, 0, 1, 1, 1], "logprobs": [None, -1.0, -2.0, -3.0, -4.0],
+        "segments": [{"kind": "prompt", "offset": 0, "length": 2, "turn": 0},
+                     {"kind": "response", "offset": 2, "length": 3, "turn": 0, "info": {}}],
+        "status": "truncated", "reward": None})
+    arr = to_padded_arrays([a, b], pad_token_id=-1)
+    assert arr["prompts"].tolist() == [[10, 11, 12], [-1, 1, 2]]
+    assert arr["responses"].tolist() == [[20, 21, 30, 31, 40, 41], [3, 4, 5, -1, -1, -1]]
+    assert arr["response_mask"].tolist() == [[1, 1, 0, 0, 1, 1], [1, 1, 1, 0, 0, 0]]
+    assert arr["attention_mask"].tolist() == [[1] * 9, [0, 1, 1, 1, 1, 1, 0, 0, 0]]
+    assert arr["position_ids"].tolist() == [list(range(9)), [0, 0, 1, 2, 3, 4, 4, 4, 4]]
+    assert arr["input_ids"].shape == (2, 9)
+    np.testing.assert_allclose(arr["rollout_log_probs"][1], [-2, -3, -4, 0, 0, 0])
+    assert arr["rewards"][0] == 1.0 and np.isnan(arr["rewards"][1])
+    assert arr["token_level_rewards"][0].tolist() == [0, 0, 0, 0, 0, 1]
+    assert arr["num_turns"].tolist() == [4, 2]
+    short = to_padded_arrays([a], max_prompt_length=2, max_response_length=4)
+    assert short["prompts"].tolist() == [[11, 12]] and short["responses"].tolist() == [[20, 21, 30, 31]]
+
+
+def test_summarize():
+    s = summarize([make_traj(), make_traj(status="truncated", reward=0.0)])
+    assert s["status"] == {"completed": 1, "truncated": 1}
+    assert s["mean_reward"] == 0.5 and s["tokens"] == 20
+    assert s["prompt_tokens"] == 20 and s["cached_tokens"] == 10 and s["prefix_cache_hit_ratio"] == 0.5
+
+
+def test_slime_generate_hook(devserver):
+    srv = devserver()
+
+    @run_async
+    async def body():
+        args = argparse.Namespace(agentrt_url=srv.url, agentrt_consumer_id="slime-test")
+        samples = [Sample(index=i, prompt=f"question {i}", label=str(i)) for i in range(4)]
+        outs = await asyncio.gather(*[generate(args, s, {"temperature": 1.0, "max_new_tokens": 64, "unrelated": 1}) for s in samples])
+        for s, out in zip(samples, outs):
+            assert out is s and s.status is Sample.Status.COMPLETED
+            assert len(s.tokens) == 256 and s.response_length == 256 - 64
+            assert len(s.loss_mask) == len(s.rollout_log_probs) == s.response_length
+            assert all(isinstance(x, float) for x in s.rollout_log_probs)
+            assert s.weight_versions == ["default", "default"]
+        await close_shared()
+        async with Client(srv.url, "slime-test") as c:  # everything the hook received was acked
+            assert c.welcome.unacked == 0
+
+    body()
+
+
+def test_verl_agent_loop(devserver):
+    srv = devserver()
+
+    @run_async
+    async def body():
+        loop = AgentrtAgentLoop(None, None, None, None, output_cls=AgentLoopOutput,
+                                agentrt=argparse.Namespace(agentrt_url=srv.url, agentrt_consumer_id="verl-test"))
+        out = await loop.run({"temperature": 1.0, "top_p": 1.0}, raw_prompt=[{"role": "user", "content": "hi"}], index=5,
+                             reward_model={"ground_truth": "42"}, extra_info={"split": "train"})
+        assert isinstance(out, AgentLoopOutput)
+        assert len(out.prompt_ids) == 64 and len(out.response_ids) == 192
+        assert len(out.response_mask) == len(out.response_logprobs) == 192
+        assert out.num_turns == 4 and out.reward_score in (0.0, 1.0)
+        with pytest.raises(ValueError, match="raw_prompt"):
+            await loop.run({})
+        await close_shared()
+
+    body()
+
+
+def test_run_many_prompts(devserver):
+    """64 prompts x n=8 through one client, as examples/trainer.py does."""
+    srv = devserver()
+
+    @run_async
+    async def body():
+        async with Client(srv.url, "trainer") as c:
+            trajs = await c.run(prompts(64, n=8), timeout=50)
+            assert len(trajs) == 512 and len({t.trajectory_id for t in trajs}) == 512
+            s = summarize(trajs)
+            assert s["status"] == {"completed": 512} and s["prefix_cache_hit_ratio"] > 0
+
+    body()
