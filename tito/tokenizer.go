@@ -252,7 +252,8 @@ func (t *Tokenizer) acquire() unsafe.Pointer {
 //
 // # Notes
 //
-// Invalid UTF-8 is replaced by U+FFFD first (Python strings cannot hold it either). The C ABI passes text
+// Invalid UTF-8 is replaced by U+FFFD first, one per maximal invalid sequence as Python's
+// bytes.decode("utf-8", "replace") does (Python strings cannot hold invalid UTF-8). The C ABI passes text
 // NUL-terminated, so text holding U+0000 is encoded piece by piece around each NUL, with the NUL token in
 // between; where Hugging Face's pre-tokenizer would have joined a NUL to a neighbouring character the ids can
 // differ from Python's (the text round-trips either way). Encode panics if the Tokenizer is closed.
@@ -265,7 +266,7 @@ func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []int32 {
 
 func (t *Tokenizer) encode(text string, addSpecialTokens bool) []int32 {
 	if !utf8.ValidString(text) {
-		text = strings.ToValidUTF8(text, "\uFFFD")
+		text = lossyUTF8([]byte(text))
 	}
 	ptr := t.acquire()
 	defer t.mu.RUnlock()

@@ -324,3 +324,28 @@ func TestLoadTokenizerErrors(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTokenizerRoundTrip checks, for Llama 3.1 (byte-level BPE without a normalizer), that decoding the ids
+// of any text gives the text back byte for byte (invalid UTF-8 as U+FFFD), with special tokens written in the
+// text kept as special tokens (the decode oracle for the Go-side NUL path is the same property); and that Encode and EncodeBatch agree. Seeded from the golden strings.
+func FuzzTokenizerRoundTrip(f *testing.F) {
+	dir := os.Getenv("AGENTRT_LLAMA31_MODEL")
+	if dir == "" {
+		f.Skip("$AGENTRT_LLAMA31_MODEL is not set")
+	}
+	g := tkReadGolden(f, "llama3.1")
+	for _, c := range g.Encode {
+		f.Add(c.Text)
+	}
+	tk := tkModel(f, "llama3.1").Tokenizer
+	f.Fuzz(func(t *testing.T, text string) {
+		ids := tk.Encode(text, false)
+		want := lossyUTF8([]byte(text))
+		if got := tk.Decode(ids, false); got != want {
+			t.Fatalf("Decode(Encode(%q)) = %q", text, got)
+		}
+		if b := tk.EncodeBatch([]string{text, text}, false); !slices.Equal(b[0], ids) || !slices.Equal(b[1], ids) {
+			t.Fatalf("EncodeBatch(%q) differs from Encode", text)
+		}
+	})
+}
