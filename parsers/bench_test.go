@@ -60,3 +60,20 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
 }
+
+// BenchmarkParseInto is Parse reusing one Result (what the Wasm guest does).
+func BenchmarkParseInto(b *testing.B) {
+	text := benchCompletion(b)
+	tools := mustTools(b, testTools)
+	p, _ := New("hermes")
+	var r Result
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	lat := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		t0 := time.Now()
+		p.ParseInto(&r, text, tools)
+		lat = append(lat, time.Since(t0))
+	}
+	reportPercentiles(b, lat)
+}

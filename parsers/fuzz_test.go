@@ -61,7 +61,7 @@ func FuzzCompact(f *testing.F) {
 		if strings.Count(s, "[")+strings.Count(s, "{") >= maxDepth {
 			t.Skip("deeper than our nesting limit")
 		}
-		got, err := compactAll(nil, s)
+		got, err := compactAll(nil, s, nil, 0)
 		valid := json.Valid([]byte(s))
 		if (err == nil) != valid {
 			t.Fatalf("compactAll(%q) error = %v, json.Valid = %v", s, err, valid)
@@ -75,6 +75,20 @@ func FuzzCompact(f *testing.F) {
 		}
 		if string(got) != want.String() {
 			t.Fatalf("compactAll(%q) = %q, json.Compact = %q", s, got, want.String())
+		}
+		// The members compactValue reports for the top-level object are its keys, in order, with their values.
+		var mem []jmember
+		if _, err := compactAll(nil, s, &mem, 1); err != nil {
+			t.Fatal(err)
+		}
+		if want := topLevelKeys(t, s); len(mem) != len(want) {
+			t.Fatalf("compactAll(%q) members %v, want keys %q", s, mem, want)
+		} else {
+			for k, m := range mem {
+				if unquote(string(got[m.keyLo:m.keyHi])) != want[k] || !json.Valid(got[m.valueLo:m.valueHi]) {
+					t.Fatalf("compactAll(%q) member %d = %+v (%s), want key %q", s, k, m, got, want[k])
+				}
+			}
 		}
 		if s[skipSpace(s, 0)] == '"' {
 			var dec string
@@ -119,4 +133,42 @@ func perByteValid(s string) string {
 		i += size
 	}
 	return b.String()
+}
+
+// topLevelKeys returns the keys of the top-level JSON object s (nil when s is not an object), via encoding/json.
+func topLevelKeys(t *testing.T, s string) []string {
+	t.Helper()
+	if s[skipSpace(s, 0)] != '{' {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	var keys []string
+	depth := 0
+	expectKey := false
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return keys
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				depth++
+				expectKey = depth == 1 && v == '{'
+			} else {
+				depth--
+				expectKey = depth == 1
+			}
+			continue
+		case string:
+			if depth == 1 && expectKey {
+				keys = append(keys, v)
+				expectKey = false
+				continue
+			}
+		}
+		if depth == 1 {
+			expectKey = true
+		}
+	}
 }

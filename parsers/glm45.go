@@ -71,7 +71,7 @@ func (st *state) glmCall(body string, lo, hi int) {
 		return
 	}
 	i := strings.Index(body, name) + len(name)
-	st.buf = append(st.buf[:0], '{')
+	st.buf, st.keys = append(st.buf[:0], '{'), st.keys[:0]
 	for {
 		i = skipSpace(body, i)
 		if i >= len(body) {
@@ -99,6 +99,10 @@ func (st *state) glmCall(body string, lo, hi int) {
 			st.fail(ReasonUnclosedTag, name, "<arg_value> is never closed by </arg_value>", lo, hi)
 			return
 		}
+		if st.repeated(key) {
+			st.fail(ReasonBadArguments, name, "parameter "+quote(key)+" is given twice", lo, hi)
+			return
+		}
 		if len(st.buf) > 1 {
 			st.buf = append(st.buf, ',')
 		}
@@ -117,7 +121,7 @@ func (st *state) glmCall(body string, lo, hi int) {
 		i = vLo + vEnd + len(argValueClose)
 	}
 	st.buf = append(st.buf, '}')
-	st.call(name, string(st.buf), lo, hi)
+	st.call(name, bytesView(st.buf), nil, lo, hi)
 }
 
 // appendTyped appends the JSON form of an XML-ish parameter value typed by kind k, or returns a message when the
@@ -146,7 +150,7 @@ func appendTyped(dst []byte, raw string, k kind, qwen bool) ([]byte, string) {
 		}
 		return dst, "want boolean, got " + quote(clip(v))
 	}
-	out, err := compactAll(dst, v)
+	out, err := compactAll(dst, v, nil, 0)
 	if err != nil {
 		if k <= kindAny {
 			// Nothing declared (or nothing we model) and not JSON: it is text.

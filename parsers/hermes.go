@@ -44,28 +44,32 @@ func scanHermes(st *state, seg segment) {
 // text[lo:hi].
 func (st *state) jsonCall(body string, lo, hi int) {
 	var err error
-	st.buf, err = compactAll(st.buf[:0], body)
+	st.mem = st.mem[:0]
+	st.buf, err = compactAll(st.buf[:0], body, &st.mem, 2)
 	if err != nil {
 		st.fail(ReasonMalformedJSON, sniffName(body), "malformed JSON in tool call: "+err.Error(), lo, hi)
 		return
 	}
-	st.objectCall(string(st.buf), lo, hi)
+	st.objectCall(lo, hi)
 }
 
-// objectCall handles a compact, valid JSON value that should be a call object.
-func (st *state) objectCall(obj string, lo, hi int) {
+// objectCall handles the compact, valid JSON value in st.buf (members in st.mem) that should be a call object.
+func (st *state) objectCall(lo, hi int) {
+	obj := bytesView(st.buf)
 	if obj[0] != '{' {
 		st.fail(ReasonInvalidFormat, "", "the tool call is a JSON "+jsonKind(obj)+", not an object", lo, hi)
 		return
 	}
-	var name, args, argsKey string
+	var name, argsKey string
+	argsAt := -1
 	hasName := false
-	for i := 1; i < len(obj)-1; {
-		kEnd, _ := scanString(obj, i)
-		key := unquote(obj[i:kEnd])
-		vEnd := skipCompact(obj, kEnd+1)
-		v := obj[kEnd+1 : vEnd]
-		switch key {
+	for k := range st.mem {
+		m := &st.mem[k]
+		if m.depth != 1 {
+			continue
+		}
+		v := obj[m.valueLo:m.valueHi]
+		switch key := unquote(obj[m.keyLo:m.keyHi]); key {
 		case "name":
 			if hasName {
 				st.fail(ReasonInvalidFormat, "", `the tool call has two "name" keys`, lo, hi)
@@ -82,21 +86,32 @@ func (st *state) objectCall(obj string, lo, hi int) {
 				st.fail(ReasonBadArguments, "", `the tool call has both "`+argsKey+`" and "`+key+`"`, lo, hi)
 				return
 			}
-			argsKey, args = key, v
+			argsKey, argsAt = key, k
 		}
-		i = vEnd + 1
 	}
 	if !hasName {
 		st.fail(ReasonMissingName, "", `the tool call has no "name"`, lo, hi)
 		return
 	}
-	if args == "" {
-		args = "{}"
-	} else if args[0] != '{' {
+	if argsAt < 0 {
+		st.call(name, "{}", nil, lo, hi)
+		return
+	}
+	a := st.mem[argsAt]
+	args := obj[a.valueLo:a.valueHi]
+	if args[0] != '{' {
 		st.fail(ReasonBadArguments, name, `"`+argsKey+`" is a JSON `+jsonKind(args)+", not an object", lo, hi)
 		return
 	}
-	st.call(name, args, lo, hi)
+	// The arguments' own members: depth 2, inside the arguments value. Rebase them onto args.
+	members := st.mem[len(st.mem):]
+	for _, m := range st.mem {
+		if m.depth == 2 && m.keyLo > a.valueLo && m.keyLo < a.valueHi {
+			m.keyLo, m.keyHi, m.valueLo, m.valueHi = m.keyLo-a.valueLo, m.keyHi-a.valueLo, m.valueLo-a.valueLo, m.valueHi-a.valueLo
+			members = append(members, m)
+		}
+	}
+	st.call(name, args, members, lo, hi)
 }
 
 func jsonKind(v string) string {

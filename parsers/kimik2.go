@@ -110,16 +110,17 @@ func (st *state) kimiCall(body string, lo, hi int) {
 		return
 	}
 	var err error
-	st.buf, err = compactAll(st.buf[:0], body[a+len(kimiArgBegin):])
+	st.mem = st.mem[:0]
+	st.buf, err = compactAll(st.buf[:0], body[a+len(kimiArgBegin):], &st.mem, 1)
 	if err != nil {
 		st.fail(ReasonMalformedJSON, name, "malformed JSON in arguments: "+err.Error(), lo, hi)
 		return
 	}
 	if st.buf[0] != '{' {
-		st.fail(ReasonBadArguments, name, "the arguments are a JSON "+jsonKind(string(st.buf))+", not an object", lo, hi)
+		st.fail(ReasonBadArguments, name, "the arguments are a JSON "+jsonKind(bytesView(st.buf))+", not an object", lo, hi)
 		return
 	}
-	st.call(name, string(st.buf), lo, hi)
+	st.call(name, bytesView(st.buf), st.mem, lo, hi)
 }
 
 func allDigits(s string) bool {

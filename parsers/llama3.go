@@ -41,14 +41,15 @@ func scanLlama3(st *state, seg segment) {
 			end int
 			err error
 		)
-		st.buf, end, err = compactValue(st.buf[:0], t, i, 0)
+		st.mem = st.mem[:0]
+		st.buf, end, err = compactValue(st.buf[:0], t, i, &st.mem, 2)
 		if err != nil {
 			st.cut(lo, len(t))
 			st.fail(ReasonMalformedJSON, sniffName(t[i:]), "malformed JSON in tool call: "+err.Error(), lo, len(t))
 			return
 		}
 		st.cut(lo, end)
-		st.objectCall(string(st.buf), lo, end)
+		st.objectCall(lo, end)
 		i = skipSpace(t, end)
 		switch {
 		case i < len(t) && t[i] == ';':

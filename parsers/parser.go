@@ -3,6 +3,7 @@ package parsers
 import (
 	"fmt"
 	"strings"
+	"unsafe"
 )
 
 // Parser parses one model family's tool-call syntax. Its methods are pure functions: a Parser is immutable and
@@ -46,18 +47,43 @@ func New(name string) (*Parser, error) {
 }
 
 // Parse extracts the tool calls of one completion. text must be exactly what the model generated, decoded with
-// special tokens kept. tools may be nil (no name check, no schema coercion).
+// special tokens kept. tools may be nil (no name check, no schema coercion). The Result owns its memory.
 //
 // Calls inside a complete <think>...</think> block are ignored, and so is everything before a lone </think>
 // (the generation prompt opened the think block) and everything after an unclosed <think> (reasoning cut off).
 // Malformed calls are never repaired: each becomes an Error carrying its raw text.
 func (p *Parser) Parse(text string, tools *Tools) Result {
-	st := state{text: text, tools: tools}
-	for _, seg := range activeSegments(text) {
-		p.scan(&st, seg)
+	var r Result
+	p.ParseInto(&r, text, tools)
+	r.sc = nil
+	return r
+}
+
+// ParseInto is Parse reusing r's memory: its slices and an internal arena are recycled, so that a hot loop (the
+// Wasm guest, a runtime worker) allocates almost nothing. Everything r held before the call, including the
+// strings and Arguments of earlier results, is overwritten: use a Result from ParseInto only until the next
+// ParseInto with the same r. r must not be used concurrently.
+func (p *Parser) ParseInto(r *Result, text string, tools *Tools) {
+	sc := r.sc
+	if sc == nil {
+		sc = &scratch{}
+		r.sc = sc
+	}
+	r.Calls, r.Errors, r.NormalText = r.Calls[:0], r.Errors[:0], ""
+	st := &sc.st
+	*st = state{text: text, tools: tools, res: r, buf: st.buf[:0], mem: st.mem[:0], keys: st.keys[:0],
+		cuts: st.cuts[:0], arena: st.arena[:0]}
+	sc.segs = activeSegments(sc.segs[:0], text)
+	for _, seg := range sc.segs {
+		p.scan(st, seg)
 	}
 	st.finish()
-	return st.res
+}
+
+// scratch is the reusable memory of ParseInto.
+type scratch struct {
+	st   state
+	segs []segment
 }
 
 // segment is a byte range [lo, hi) of the text where tool calls count (outside reasoning).
@@ -68,52 +94,58 @@ const (
 	thinkClose = "</think>"
 )
 
-// activeSegments returns the parts of text outside reasoning blocks.
-func activeSegments(text string) []segment {
-	if !strings.Contains(text, thinkClose) && !strings.Contains(text, thinkOpen) {
-		return []segment{{0, len(text)}}
-	}
-	var segs []segment
-	lo := 0
-	// A lone </think> before any <think>: everything up to it was reasoning.
-	if c := strings.Index(text, thinkClose); c >= 0 {
-		if o := strings.Index(text, thinkOpen); o < 0 || c < o {
-			lo = c + len(thinkClose)
-		}
-	}
-	for lo <= len(text) {
-		o := strings.Index(text[lo:], thinkOpen)
-		if o < 0 {
-			segs = append(segs, segment{lo, len(text)})
+// activeSegments appends the parts of text outside reasoning blocks to segs. One forward pass: it visits each '<'.
+func activeSegments(segs []segment, text string) []segment {
+	lo, i := 0, 0
+	seenOpen := false
+	for {
+		j := strings.IndexByte(text[i:], '<')
+		if j < 0 {
 			break
 		}
-		segs = append(segs, segment{lo, lo + o})
-		c := strings.Index(text[lo+o+len(thinkOpen):], thinkClose)
-		if c < 0 {
-			break // unclosed <think>: the rest is reasoning
+		i += j
+		switch {
+		case strings.HasPrefix(text[i:], thinkOpen):
+			seenOpen = true
+			segs = append(segs, segment{lo, i})
+			c := strings.Index(text[i+len(thinkOpen):], thinkClose)
+			if c < 0 {
+				return segs // unclosed <think>: the rest is reasoning
+			}
+			lo = i + len(thinkOpen) + c + len(thinkClose)
+			i = lo
+		case !seenOpen && strings.HasPrefix(text[i:], thinkClose):
+			// A lone </think> before any <think>: everything up to it was reasoning.
+			seenOpen = true
+			i += len(thinkClose)
+			lo = i
+		default:
+			i++
 		}
-		lo = lo + o + len(thinkOpen) + c + len(thinkClose)
 	}
-	return segs
+	return append(segs, segment{lo, len(text)})
 }
 
 // state accumulates one Parse.
 type state struct {
 	text  string
 	tools *Tools
-	res   Result
+	res   *Result
 	n     int       // next call id
 	cuts  []segment // tool-call markup removed from the normal text
-	buf   []byte    // scratch
+	buf   []byte    // scratch for one call's JSON
+	mem   []jmember // members found in buf
+	keys  []string  // parameter names of one XML call, for the repeated-key check
+	arena []byte    // the result's arguments and normal text
 }
 
 func (st *state) cut(lo, hi int) {
 	st.cuts = append(st.cuts, segment{lo, hi})
 }
 
-// call records a well-formed call after checking the name and the arguments (a compact JSON object) against the
-// tool specs.
-func (st *state) call(name string, args string, lo, hi int) {
+// call records a well-formed call after checking the name and the arguments (a compact JSON object whose
+// members are given, or nil when the caller checked them) against the tool specs.
+func (st *state) call(name string, args string, members []jmember, lo, hi int) {
 	if name == "" {
 		st.fail(ReasonMissingName, "", "the call has an empty tool name", lo, hi)
 		return
@@ -125,17 +157,40 @@ func (st *state) call(name string, args string, lo, hi int) {
 			return
 		}
 	}
-	if msg := checkArgs(t, args); msg != "" {
+	if msg := checkArgs(t, args, members); msg != "" {
 		st.fail(ReasonBadArguments, name, "arguments of "+quote(name)+": "+msg, lo, hi)
 		return
 	}
-	a := make([]byte, len(args))
-	copy(a, args)
+	// name may be a view into scratch memory: keep the spec's own string, or a copy.
+	if t != nil {
+		name = t.name
+	} else {
+		name = strings.Clone(name)
+	}
+	start := len(st.arena)
+	st.arena = append(st.arena, args...)
+	a := st.arena[start:len(st.arena):len(st.arena)]
 	st.res.Calls = append(st.res.Calls, Call{ID: callID(st.n), Name: name, Arguments: a, Span: [2]int{lo, hi}})
 	st.n++
 }
 
+// repeated reports whether an XML call already has a parameter key, and records it.
+func (st *state) repeated(key string) bool {
+	for _, k := range st.keys {
+		if k == key {
+			return true
+		}
+	}
+	st.keys = append(st.keys, key)
+	return false
+}
+
 func (st *state) fail(reason Reason, name, detail string, lo, hi int) {
+	if t := st.tools.lookup(name); t != nil {
+		name = t.name
+	} else {
+		name = strings.Clone(name) // may be a view into scratch memory
+	}
 	st.res.Errors = append(st.res.Errors, Error{
 		ID: callID(st.n), Reason: reason, Name: name, Message: detail, Raw: st.text[lo:hi], Span: [2]int{lo, hi},
 	})
@@ -147,15 +202,23 @@ func (st *state) finish() {
 		st.res.NormalText = strings.TrimSpace(st.text)
 		return
 	}
-	var b strings.Builder
-	b.Grow(len(st.text))
+	start := len(st.arena)
 	at := 0
 	for _, c := range st.cuts {
-		b.WriteString(st.text[at:c.lo])
+		st.arena = append(st.arena, st.text[at:c.lo]...)
 		at = c.hi
 	}
-	b.WriteString(st.text[at:])
-	st.res.NormalText = strings.TrimSpace(b.String())
+	st.arena = append(st.arena, st.text[at:]...)
+	st.res.NormalText = strings.TrimSpace(bytesView(st.arena[start:]))
+}
+
+// bytesView returns b as a string without copying; b must not change while the string is in use (the arena is
+// only rewritten by the next ParseInto with the same Result, as documented).
+func bytesView(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func quote(s string) string { return string(appendQuoted(nil, s)) }

@@ -275,3 +275,28 @@ func TestInputNotMutated(t *testing.T) {
 		t.Fatalf("results share buffers: %s %s", r1.Calls[0].Arguments, r2.Calls[0].Arguments)
 	}
 }
+
+// TestParseIntoReuse: a reused Result gives, call after call, exactly what a fresh Parse gives.
+func TestParseIntoReuse(t *testing.T) {
+	t.Parallel()
+	tools := mustTools(t, testTools)
+	texts := []string{
+		`<tool_call>{"name":"search","arguments":{"query":"a"}}</tool_call> x`,
+		"<tool_call>\n<function=search>\n<parameter=query>\nb\n</parameter>\n</function>\n</tool_call>",
+		`plain`,
+		`<tool_call>{"name":"nope","arguments":{}}</tool_call><tool_call>{"name":"get_weather","arguments":{"city":"c"}}</tool_call>`,
+	}
+	for _, name := range Names() {
+		p, _ := New(name)
+		var r Result
+		for round := 0; round < 3; round++ {
+			for _, text := range texts {
+				p.ParseInto(&r, text, tools)
+				got, want := summary(r)+fmt.Sprint(r.Errors), p.Parse(text, tools)
+				if w := summary(want) + fmt.Sprint(want.Errors); got != w {
+					t.Fatalf("%s round %d %q:\ngot  %s\nwant %s", name, round, text, got, w)
+				}
+			}
+		}
+	}
+}

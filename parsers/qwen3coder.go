@@ -123,7 +123,7 @@ func (st *state) qwenFunction(body string, lo, hi int) {
 		st.fail(ReasonUnknownTool, name, "unknown tool "+quote(name)+" (known: "+strings.Join(st.tools.Names(), ", ")+")", lo, hi)
 		return
 	}
-	st.buf = append(st.buf[:0], '{')
+	st.buf, st.keys = append(st.buf[:0], '{'), st.keys[:0]
 	i := gt + 1
 	for {
 		i = skipSpace(body, i)
@@ -154,6 +154,10 @@ func (st *state) qwenFunction(body string, lo, hi int) {
 		}
 		v = strings.TrimPrefix(v, "\n")
 		v = strings.TrimSuffix(v, "\n")
+		if st.repeated(pname) {
+			st.fail(ReasonBadArguments, name, "parameter "+quote(pname)+" is given twice", lo, hi)
+			return
+		}
 		if len(st.buf) > 1 {
 			st.buf = append(st.buf, ',')
 		}
@@ -172,5 +176,5 @@ func (st *state) qwenFunction(body string, lo, hi int) {
 		i = vLo + vEnd + len(parameterClose)
 	}
 	st.buf = append(st.buf, '}')
-	st.call(name, string(st.buf), lo, hi)
+	st.call(name, bytesView(st.buf), nil, lo, hi)
 }

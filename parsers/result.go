@@ -66,10 +66,18 @@ type Result struct {
 	NormalText string
 	// Errors are the rejected calls, in order of appearance.
 	Errors []Error
+
+	sc *scratch // reused by ParseInto
 }
+
+// callIDs holds call_0000 ... call_0063 back to back, so that common ids are substrings, not allocations.
+const callIDs = "call_0000call_0001call_0002call_0003call_0004call_0005call_0006call_0007call_0008call_0009call_0010call_0011call_0012call_0013call_0014call_0015call_0016call_0017call_0018call_0019call_0020call_0021call_0022call_0023call_0024call_0025call_0026call_0027call_0028call_0029call_0030call_0031call_0032call_0033call_0034call_0035call_0036call_0037call_0038call_0039call_0040call_0041call_0042call_0043call_0044call_0045call_0046call_0047call_0048call_0049call_0050call_0051call_0052call_0053call_0054call_0055call_0056call_0057call_0058call_0059call_0060call_0061call_0062call_0063"
 
 // callID formats the n-th call id of a response: call_0000, call_0001, ...
 func callID(n int) string {
+	if n < len(callIDs)/9 {
+		return callIDs[n*9 : n*9+9]
+	}
 	if n >= 10000 {
 		return "call_" + strconv.Itoa(n)
 	}

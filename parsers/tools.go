@@ -253,69 +253,31 @@ func checkValue(k kind, v string) string {
 	return "want " + k.String() + ", got " + got.String() + " " + clip(v)
 }
 
-// checkArgs validates a compact JSON object of arguments against t: no repeated key, and each declared
-// parameter with a modelled type has a value of that type. Undeclared keys, "required" and nested values are the
-// tool's business. It returns "" when the arguments are acceptable.
-func checkArgs(t *tool, args string) string {
-	var seen [16]string
-	keys := seen[:0]
-	i := 1
-	for i < len(args)-1 {
-		kEnd, _ := scanString(args, i)
-		key := args[i:kEnd]
-		for _, k := range keys {
-			if k == key {
+// checkArgs validates a compact JSON object of arguments (members: its own members, ranges within args) against
+// t: no repeated key, and each declared parameter with a modelled type has a value of that type. Undeclared keys,
+// "required" and nested values are the tool's business. It returns "" when the arguments are acceptable.
+func checkArgs(t *tool, args string, members []jmember) string {
+	for k, m := range members {
+		key := args[m.keyLo:m.keyHi]
+		for _, prev := range members[:k] {
+			if args[prev.keyLo:prev.keyHi] == key {
 				return "repeated key " + key
 			}
 		}
-		keys = append(keys, key)
-		vStart := kEnd + 1
-		vEnd := skipCompact(args, vStart)
-		if t != nil {
-			name := key[1 : len(key)-1]
-			if strings.IndexByte(name, '\\') >= 0 {
-				name = unquote(key)
-			}
-			if k := t.param(name); k > kindAny {
-				if msg := checkValue(k, args[vStart:vEnd]); msg != "" {
-					return "parameter " + strconv.Quote(name) + ": " + msg
-				}
+		if t == nil {
+			continue
+		}
+		name := key[1 : len(key)-1]
+		if strings.IndexByte(name, '\\') >= 0 {
+			name = unquote(key)
+		}
+		if kd := t.param(name); kd > kindAny {
+			if msg := checkValue(kd, args[m.valueLo:m.valueHi]); msg != "" {
+				return "parameter " + strconv.Quote(name) + ": " + msg
 			}
 		}
-		i = vEnd + 1 // past ','
 	}
 	return ""
-}
-
-// skipCompact returns the end of the compact, valid JSON value that starts at s[i].
-func skipCompact(s string, i int) int {
-	switch s[i] {
-	case '"':
-		end, _ := scanString(s, i)
-		return end
-	case '{', '[':
-		depth := 0
-		for i < len(s) {
-			switch s[i] {
-			case '"':
-				i, _ = scanString(s, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(s) && s[i] != ',' && s[i] != '}' && s[i] != ']' {
-		i++
-	}
-	return i
 }
 
 func clip(s string) string {

@@ -3,11 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/parsers"
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/plugin"
 )
 
 var updateParse = flag.Bool("update", false, "rewrite the expected output of testdata/parse/*.txt golden files")
@@ -21,6 +29,7 @@ func TestParseGolden(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden files: %v", err)
 	}
+	cache := t.TempDir() // one wazero compilation cache for all cases: only the first compiles the module
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			raw, err := os.ReadFile(file)
@@ -32,7 +41,7 @@ func TestParseGolden(t *testing.T) {
 				t.Fatalf("%s: want flags, stdin and stdout separated by %q lines", file, strings.TrimSpace(goldenSep))
 			}
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"parse"}, strings.Fields(parts[0])...)
+			args := append([]string{"parse", "--cache-dir", cache}, strings.Fields(parts[0])...)
 			code := run(context.Background(), args, stdio{strings.NewReader(parts[1]), &stdout, &stderr})
 			if code != exitOK {
 				t.Fatalf("exit %d, stderr: %s", code, stderr.String())
@@ -61,17 +70,140 @@ func TestParseUsage(t *testing.T) {
 		{"no parser", nil, "", exitUsage, "--parser is required"},
 		{"unknown parser", []string{"--parser", "mistral"}, "", exitUsage, `unknown parser "mistral" (known: glm45`},
 		{"extra argument", []string{"--parser", "hermes", "file.txt"}, "", exitUsage, "unexpected argument"},
-		{"missing tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/nope.json"}, "", exitFailure, "--tools: open testdata/parse/nope.json"},
+		{"missing tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/nope.json"}, "", exitFailure, "--tools open testdata/parse/nope.json"},
 		{"bad tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/bad_tools.json"}, "", exitFailure, "tools[0]: missing \"name\""},
 		{"help", []string{"-h"}, "", exitOK, "usage: agentrt parse"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
-			code := run(context.Background(), append([]string{"parse"}, tt.args...), stdio{strings.NewReader(tt.stdin), &stdout, &stderr})
+			code := run(context.Background(), append([]string{"parse", "--cache-dir", ""}, tt.args...), stdio{strings.NewReader(tt.stdin), &stdout, &stderr})
 			if code != tt.code || !strings.Contains(stderr.String(), tt.wantErr) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr.String(), tt.code, tt.wantErr)
 			}
 		})
 	}
+}
+
+// parseHost loads the embedded parsers module through the plugin host, as the runtime does.
+func parseHost(tb testing.TB, name string, tools []abi.ToolSpec) *plugin.Parser {
+	tb.Helper()
+	ctx := context.Background()
+	h, err := plugin.NewHost(ctx, plugin.Config{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { h.Close(ctx) })
+	cfg, err := parsers.WasmConfig(name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m, err := h.Load(ctx, plugin.Spec{Name: "builtin:parsers", Wasm: parsers.Wasm(), Trusted: true, Config: cfg, Tools: tools, PoolSize: 1})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if m.Manifest().Name != parsers.WasmName || m.Kind() != abi.KindParser {
+		tb.Fatalf("manifest %+v", m.Manifest())
+	}
+	p, err := m.Parser()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+func benchTools(tb testing.TB) []abi.ToolSpec {
+	specs, err := readToolSpecs("testdata/parse/tools.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return specs
+}
+
+// TestParseWasmMatchesNative: the embedded Wasm module, run through the plugin host, gives exactly what the
+// native parsers package gives (calls with ids, spans and arguments; normal text; errors with reason, message,
+// raw text and span), for every format and every golden input.
+func TestParseWasmMatchesNative(t *testing.T) {
+	files, _ := filepath.Glob("testdata/parse/*.txt")
+	completion, err := os.ReadFile("../../parsers/testdata/bench_hermes_2k.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inputs []string
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		inputs = append(inputs, strings.SplitN(string(raw), goldenSep, 3)[1])
+	}
+	inputs = append(inputs, string(completion), "", "no calls", "\xff\xfe<tool_call>{\"name\":\"search\",\"arguments\":{\"query\":\"\xff\"}}</tool_call>")
+	specs := benchTools(t)
+	toolsJSON, _ := os.ReadFile("testdata/parse/tools.json")
+	tools, err := parsers.ParseTools(toolsJSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range parsers.Names() {
+		wp := parseHost(t, name, specs)
+		np, _ := parsers.New(name)
+		for i, in := range inputs {
+			got, err := wp.Parse(context.Background(), in)
+			if err != nil {
+				t.Fatalf("%s input %d: %v", name, i, err)
+			}
+			want := np.Parse(in, tools)
+			// Compare as decoded JSON: through the ABI (JSON) invalid UTF-8 becomes U+FFFD, as encoding/json
+			// does for the native side.
+			g, w := mustMarshal(t, got), mustMarshal(t, toABI(&want))
+			var gv, wv any
+			if json.Unmarshal(g, &gv) != nil || json.Unmarshal(w, &wv) != nil || !reflect.DeepEqual(gv, wv) {
+				t.Errorf("%s input %d:\nwasm   %s\nnative %s", name, i, g, w)
+			}
+		}
+	}
+}
+
+func toABI(r *parsers.Result) *plugin.ParseResult {
+	out := &plugin.ParseResult{NormalText: r.NormalText}
+	for _, c := range r.Calls {
+		out.Calls = append(out.Calls, abi.ParsedCall{ID: c.ID, Name: c.Name, Arguments: abi.RawJSON(c.Arguments), Span: c.Span})
+	}
+	for _, e := range r.Errors {
+		out.Errors = append(out.Errors, abi.ParseError{Reason: string(e.Reason), Message: e.Message, Raw: e.Raw, Span: e.Span})
+	}
+	return out
+}
+
+func mustMarshal(tb testing.TB, v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
+// BenchmarkParseHost measures one parser call through the plugin host (copy in, guest parse, envelope out,
+// host-side decode) for a 2 KB Qwen3 completion with two tool calls, and reports p50/p99 per call.
+func BenchmarkParseHost(b *testing.B) {
+	text, err := os.ReadFile("../../parsers/testdata/bench_hermes_2k.txt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := parseHost(b, "hermes", benchTools(b))
+	ctx := context.Background()
+	if r, err := p.Parse(ctx, string(text)); err != nil || len(r.Calls) != 2 {
+		b.Fatalf("%+v %v", r, err)
+	}
+	lat := make([]time.Duration, 0, b.N)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := p.Parse(ctx, string(text)); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-us")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
 }

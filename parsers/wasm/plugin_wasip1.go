@@ -14,6 +14,7 @@ import (
 var (
 	parser *parsers.Parser
 	tools  *parsers.Tools
+	result parsers.Result // reused call after call: the SDK copies everything out before the next call
 )
 
 func init() {
@@ -61,7 +62,8 @@ func initParser(cfg sdk.Value, specs []sdk.ToolSpec) error {
 }
 
 func parse(text string, out *sdk.ParseOutput) {
-	r := parser.Parse(text, tools)
+	parser.ParseInto(&result, text, tools)
+	r := &result
 	for _, c := range r.Calls {
 		if err := out.AddCall(c.ID, c.Name, c.Arguments, c.Span[0], c.Span[1]); err != nil {
 			// Unreachable: parsers only emit JSON objects. Report rather than drop.

