@@ -344,9 +344,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Module, error) {
 		return nil, err
 	}
 
-	mc := wazero.NewModuleConfig().
-		WithName("").
-		WithStartFunctions(abi.FuncInitialize)
+	mc := sandboxModuleConfig()
 	if spec.Grants.Clock {
 		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
 	}
@@ -401,6 +399,12 @@ func (h *Host) forget(m *Module) {
 	h.mu.Lock()
 	delete(h.modules, m)
 	h.mu.Unlock()
+}
+
+// sandboxModuleConfig is the module config that grants nothing: no files, args or env, stdout discarded, a fake
+// clock and deterministic randomness (wazero's defaults), and the reactor start function.
+func sandboxModuleConfig() wazero.ModuleConfig {
+	return wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.FuncInitialize)
 }
 
 // signature renders a function type as "(i32,i32)->i64".
