@@ -116,6 +116,7 @@ func newWorker(u string, limit int) *worker {
 // newTransport is tuned for thousands of concurrent long requests to a few hosts (go-libs-measured.md §6):
 // idle connections kept per host up to the concurrency bound (the default of 2 causes a storm of dials),
 // no compression, no proxy, no header timeout (generations are long; ctx bounds them), HTTP/1.1 (uvicorn).
+// Idle connections are dropped after 4 s, before uvicorn's default 5 s keep-alive closes them under us.
 func newTransport(perHost int) *http.Transport {
 	return &http.Transport{
 		Proxy: nil,
@@ -126,7 +127,7 @@ func newTransport(perHost int) *http.Transport {
 		MaxIdleConns:          0,
 		MaxIdleConnsPerHost:   max(perHost, 64),
 		MaxConnsPerHost:       0,
-		IdleConnTimeout:       90 * time.Second,
+		IdleConnTimeout:       4 * time.Second, // below uvicorn's 5 s keep-alive: never write to a connection the server is closing
 		TLSHandshakeTimeout:   10 * time.Second,
 		DisableCompression:    true,
 		ForceAttemptHTTP2:     false,
@@ -397,7 +398,8 @@ func transportError(ctx, actx context.Context, err error) error {
 	if actx.Err() != nil {
 		return &connError{err: err, timeout: true}
 	}
-	return &connError{err: err}
+	var op *net.OpError
+	return &connError{err: err, dial: errors.As(err, &op) && op.Op == "dial"}
 }
 
 func newHTTPError(server, rid string, status int, body []byte) *HTTPError {
@@ -573,13 +575,14 @@ func (w *worker) succeeded() {
 	w.mu.Unlock()
 }
 
-// failed counts a transient failure; connection failures count double, so with the default
-// UnhealthyAfter of 2 one refused connection marks the worker unhealthy.
+// failed counts a transient failure. A connection that could not be opened marks the worker unhealthy at
+// once; other failures (a 503, a reset on a reused connection) only after UnhealthyAfter in a row.
 func (w *worker) failed(c *Client, err error) {
 	w.failures.Add(1)
 	n := 1
-	if errors.Is(err, ErrConnection) {
-		n = 2
+	var ce *connError
+	if errors.As(err, &ce) && ce.dial {
+		n = c.cfg.UnhealthyAfter
 	}
 	w.mu.Lock()
 	w.consecutive += n

@@ -29,8 +29,8 @@ type Config struct {
 	AdminTimeout time.Duration `toml:"admin_timeout"`
 	// Retry is the retry policy for transient failures.
 	Retry RetryConfig `toml:"retry"`
-	// UnhealthyAfter is how many consecutive failed attempts (connection errors count double) mark a worker
-	// unhealthy; affinity then spills to the next-ranked worker. Default 2.
+	// UnhealthyAfter is how many consecutive transiently failed attempts mark a worker unhealthy; affinity
+	// then spills to the next-ranked worker. A connection that cannot be opened marks it at once. Default 3.
 	UnhealthyAfter int `toml:"unhealthy_after"`
 	// UnhealthyFor is how long a worker stays marked unhealthy before it is tried again. Default 5s.
 	UnhealthyFor time.Duration `toml:"unhealthy_for"`
@@ -71,7 +71,7 @@ func DefaultConfig() Config {
 			Multiplier:     2,
 			Jitter:         0.2,
 		},
-		UnhealthyAfter: 2,
+		UnhealthyAfter: 3,
 		UnhealthyFor:   5 * time.Second,
 	}
 }

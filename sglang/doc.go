@@ -3,4 +3,46 @@
 // across several workers or a Model Gateway.
 //
 // It knows nothing of agents, tokenizers or plugins and uses the standard library only.
+//
+// # Entry point
+//
+// New(cfg) returns a *Client; Client.Generate(ctx, episodeID, req) sends one non-streaming /generate with
+// input_ids and returns the typed response (output_ids with the stop token, bit-exact logprobs,
+// cached_tokens, weight_version, and the Server and Attempts that served it). Read Example first. A
+// Client is safe for concurrent use; Close it when done.
+//
+// # Wire types
+//
+// GenerateRequest, SamplingParams, GenerateResponse, MetaInfo, FinishReason and LogprobEntry encode and
+// decode exactly SGLang's JSON (reference: sglang-api.md, fixtures in testdata/fixtures): unset optional
+// sampling params are omitted so the server defaults apply, max_new_tokens is always sent, logprob
+// triples [logprob|null, token_id, text|null] decode bit for bit. Servers (the emulator) may decode requests
+// with the same types. Responses are decoded by a reflection-free reader for the bulky parts (ids and
+// token logprobs), falling back to encoding/json for anything unusual.
+//
+// # Errors and retries
+//
+// Every failure is an *Error naming the operation, server, rid and attempts. errors.Is classifies the cause:
+// ErrContextLength and ErrBadRequest (400), ErrUnauthorized (401/403), ErrNotFound (404) are never retried;
+// ErrUnavailable (408/429/5xx), ErrConnection, ErrTimeout (Retry.AttemptTimeout) and undecodable bodies
+// (ErrBadResponse) are retried with exponential backoff and jitter (honouring Retry-After) while the
+// deadline allows; ErrAborted (HTTP 200 with finish_reason "abort") is an *AbortError with the partial
+// response, never retried. errors.As gives the *HTTPError (status, body, message). Retries send
+// rid+"-retry<n>" because SGLang rejects a rid still in flight.
+//
+// # Routing
+//
+// With Workers, an episode's requests go to the worker ranked first by rendezvous hashing of the episode id
+// (so its radix cache is reused), spilling to the next-ranked worker while that one has
+// MaxInFlightPerWorker requests in flight or is marked unhealthy (a refused connection, or UnhealthyAfter
+// transient failures in a row, for UnhealthyFor). Requests beyond every bound queue; Stats reports in-flight,
+// queued, failures and retries. With a Gateway, /generate goes through it with X-SMG-Routing-Key set to the
+// episode id (use the gateway's manual or consistent_hashing policy), and admin calls go to Workers, because
+// the gateway does not serve them.
+//
+// # Notes
+//
+// The client does not stream (SSE) and does not batch: one request, one response. Admin calls make a single
+// attempt. The HTTP transport keeps up to MaxInFlightPerWorker idle connections per host and no client-wide
+// timeout; deadlines come from ctx (or Config.RequestTimeout / AdminTimeout when ctx has none).
 package sglang

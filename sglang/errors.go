@@ -245,6 +245,7 @@ func (e *responseError) Unwrap() error        { return e.err }
 type connError struct {
 	err     error
 	timeout bool
+	dial    bool // the connection could not be opened (refused, unreachable): the server is down
 }
 
 func (e *connError) Error() string {

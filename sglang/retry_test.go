@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -211,7 +212,7 @@ func TestUnhealthyRecovers(t *testing.T) {
 			d := down
 			mu.Unlock()
 			if d && r.URL.Host == "w1:30000" {
-				return nil, errors.New("connect: connection refused")
+				return nil, &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connect: connection refused")}
 			}
 			return respond(r, 200, ok), nil
 		}, func(c *Config) {
@@ -298,4 +299,49 @@ func equalDurations(a, b []time.Duration) bool {
 		}
 	}
 	return true
+}
+
+// TestTransientFailureKeepsAffinity: one reset or 503 is retried on the same worker (its radix cache holds
+// the episode); only UnhealthyAfter failures in a row move the episode.
+func TestTransientFailureKeepsAffinity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ok := string(fixture(t, "generate_response.json", "response"))
+		log := &attemptLog{start: time.Now()}
+		var failures int
+		var mu sync.Mutex
+		c := newBubbleClient(t, func(r *http.Request) (*http.Response, error) {
+			log.add(r)
+			mu.Lock()
+			defer mu.Unlock()
+			if failures > 0 {
+				failures--
+				if failures%2 == 0 {
+					return nil, errors.New("read: connection reset by peer")
+				}
+				return respond(r, 503, `{"object":"error","message":"The request queue is full.","type":"503","param":null,"code":503}`), nil
+			}
+			return respond(r, 200, ok), nil
+		}, func(c *Config) { c.Workers = []string{"http://w1:30000", "http://w2:30000"} })
+		ep := "episode-x"
+		home := c.Rank(ep)[0]
+		mu.Lock()
+		failures = 2 // below UnhealthyAfter (3)
+		mu.Unlock()
+		resp, err := c.Generate(t.Context(), ep, testRequest())
+		if err != nil || resp.Server != home || resp.Attempts != 3 {
+			t.Fatalf("resp %+v err %v: want served by the home worker %s on attempt 3", resp, err, home)
+		}
+		mu.Lock()
+		failures = 3 // reaches UnhealthyAfter: the 4th attempt spills
+		mu.Unlock()
+		req := testRequest()
+		req.RID = "turn-2"
+		resp, err = c.Generate(t.Context(), ep, req)
+		if err != nil || resp.Server == home || resp.Attempts != 4 {
+			t.Fatalf("resp %+v err %v: want a spill to the other worker on attempt 4", resp, err)
+		}
+		if !strings.Contains(strings.Join(log.hosts, " "), strings.TrimPrefix(home, "http://")) {
+			t.Errorf("hosts %v", log.hosts)
+		}
+	})
 }
