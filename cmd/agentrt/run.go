@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"syscall"
@@ -42,6 +43,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	concurrency := fs.Int("concurrency", 0, "episodes in flight (default: server.concurrency from CONFIG)")
 	n := fs.Int("n", 0, "samples per prompt, for prompts that do not say (default 1)")
 	quiet := fs.Bool("quiet", false, "no progress bar")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	fs.Usage = func() { fmt.Fprint(io.err, runUsage); fs.PrintDefaults() }
 	cfgPath, rest := splitPositional(args)
 	if err := fs.Parse(rest); err != nil {
@@ -140,6 +142,19 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 			bar.Describe(fmt.Sprintf("%.1f ep/s %.0f tok/s %s", float64(s.Done)/secs, float64(s.Tokens)/secs, statusLine(s.ByStatus)))
 			bar.Set(s.Done)
 		}
+	}
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(io.err, "agentrt run:", err)
+			return exitUsage
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			fmt.Fprintln(io.err, "agentrt run:", err)
+			return exitUsage
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var final runtime.Stats
 	t0 := time.Now()

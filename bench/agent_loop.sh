@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Measures agentrt's own cost per turn: `agentrt emulate` (a separate process, so its CPU is not counted) and
+# `agentrt run` at a given concurrency. Prints one JSON line: episodes, turns, wall, episodes/s, CPU-seconds of
+# agentrt run per episode and per turn, peak RSS, and the per-turn client gap from the emulator's request log
+# (time from a response leaving the emulator to the episode's next request arriving: decode, parse, hooks,
+# calculator tool, template delta, tokenization, HTTP; on a shared 2-core box it includes waiting for a core).
+#
+# usage: bench/agent_loop.sh EPISODES CONCURRENCY [LATENCY]   e.g. bench/agent_loop.sh 2000 1000
+#        LATENCY is the emulator's latency model (agentrt emulate --latency), e.g. "1s" or "20ms,0,100us".
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+episodes=${1:?episodes}
+conc=${2:?concurrency}
+latency=${3:-}
+bin=${AGENTRT_BIN:-$root/bin/agentrt}
+model=${AGENTRT_QWEN3_MODEL:?source ~/.cache/agentrt/env.sh first}
+work=$(mktemp -d)
+trap 'kill $emu_pid 2>/dev/null || true; rm -rf "$work"' EXIT
+
+"$bin" emulate --model "$model" --addr 127.0.0.1:0 --seed 1 --latency "$latency" --log "$work/emu.log" \
+  --max-running-requests 0 > "$work/addr" 2> "$work/emu.err" &
+emu_pid=$!
+for _ in $(seq 100); do [[ -s "$work/addr" ]] && break; sleep 0.1; done
+url=$(head -1 "$work/addr")
+[[ -n "$url" ]] || { cat "$work/emu.err" >&2; exit 1; }
+
+python3 - "$episodes" > "$work/prompts.jsonl" <<'PY'
+import sys
+tasks = ["What is {a}*{b}+{c}?", "Compute ({a}+{b})*{c} and {d}/4.", "Add {a}+{b}, {c}-{d} and {a}*{d}.",
+         "What is {a}*{b}?"]
+for i in range(int(sys.argv[1])):
+    a, b, c, d = 3 + i % 17, 5 + i % 13, 7 + i % 11, 8 + i % 7
+    print('{"id": "b%d", "prompt": "%s"}' % (i, tasks[i % len(tasks)].format(a=a, b=b, c=c, d=d)))
+PY
+
+sed -e "s#^workers = .*#workers = [\"$url\"]#" -e "s#^concurrency = .*#concurrency = $conc#" \
+    -e "s#^max_in_flight_per_worker = .*#max_in_flight_per_worker = $((conc + 16))#" \
+    -e "s#^model = .*#model = \"$model\"#" "$root/runtime.toml" > "$work/bench.toml"
+
+/usr/bin/time -f '%e %U %S %M' -o "$work/time" "$bin" run "$work/bench.toml" --prompts "$work/prompts.jsonl" \
+  --out "$work/out.jsonl" --quiet --concurrency "$conc" ${AGENTRT_CPUPROFILE:+--cpuprofile "$AGENTRT_CPUPROFILE"} 2> "$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
+read -r wall user sys rss_kb < "$work/time"
+gaps=$(python3 "$here/turn_gaps.py" "$work/emu.log")
+python3 - "$work/out.jsonl" "$wall" "$user" "$sys" "$rss_kb" "$conc" "$gaps" "$latency" <<'PY'
+import json, sys
+out, wall, user, sys_, rss, conc, gaps, lat = sys.argv[1:]
+trajs = [json.loads(l) for l in open(out)]
+turns = sum(int(t["metrics"].get("turns", 0)) for t in trajs)
+status = {}
+for t in trajs:
+    status[t["status"]] = status.get(t["status"], 0) + 1
+cpu = float(user) + float(sys_)
+print(json.dumps({"episodes": len(trajs), "concurrency": int(conc), "latency": lat, "turns": turns, "status": status,
+                  "wall_s": float(wall), "episodes_per_s": round(len(trajs) / float(wall), 1),
+                  "cpu_s": round(cpu, 2), "cpu_ms_per_episode": round(1000 * cpu / len(trajs), 3),
+                  "cpu_us_per_turn": round(1e6 * cpu / max(turns, 1), 1),
+                  "peak_rss_mb": round(int(rss) / 1024, 1), "turn_gap": json.loads(gaps)}))
+PY
