@@ -488,14 +488,14 @@ func (s *Server) requestRand(it *genItem) *rand.Rand {
 func (s *Server) plan(o *outcome) {
 	it := o.it
 	rng := s.requestRand(it)
-	conv := parseConversation(s.tok.Decode(it.inputIDs, false))
+	conv := parseConversation(s.tc.decodePrompt(it.inputIDs))
 	var text string
 	if s.cfg.Policy == PolicyScripted {
 		text = s.opts.script.reply(conv)
 	} else {
 		text = s.agentic(conv, rng)
 	}
-	ids := s.tok.Encode(text, false)
+	ids := slices.Clone(s.tc.encode(text))
 	if s.cfg.NonCanonicalRate > 0 && rng.Float64() < s.cfg.NonCanonicalRate {
 		ids = s.nonCanonical(ids, rng)
 	}
@@ -668,7 +668,7 @@ func (s *Server) text(o *outcome, n int, final bool) string {
 	if final && o.fr.kind == "stop" && !p.noStopTrim && n > 0 {
 		ids = ids[:n-1]
 	}
-	t := s.tok.Decode(ids, p.skipSpecialTokens)
+	t := s.tc.decode(ids, p.skipSpecialTokens)
 	if !final {
 		t = strings.TrimRight(t, "\uFFFD")
 	}

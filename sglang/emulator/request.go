@@ -150,6 +150,9 @@ func parseIDs(raw json.RawMessage) (single []int32, batch [][]int32, err *reqErr
 	if len(t) == 0 || t[0] != '[' {
 		return nil, nil, validationErr("input_ids", "list_type", "Input should be a valid list", raw)
 	}
+	if ids, ok := parseIntList(t); ok {
+		return ids, nil, nil
+	}
 	if json.Unmarshal(t, &single) == nil {
 		return single, nil, nil
 	}
@@ -591,4 +594,58 @@ func parseGenerate(body []byte, tok Tokenizer, contextLen int) (*genRequest, *re
 	}
 	r.firstRID = r.items[0].rid
 	return r, nil
+}
+
+// parseIntList is a fast path for a flat JSON list of int32s ("[1, 2, 3]"); false sends the caller to the
+// general decoder.
+func parseIntList(b []byte) ([]int32, bool) {
+	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
+		return nil, false
+	}
+	out := make([]int32, 0, len(b)/6)
+	i, n := 1, len(b)-1
+	skip := func() {
+		for i < n && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+			i++
+		}
+	}
+	skip()
+	if i == n {
+		return out, true
+	}
+	for {
+		skip()
+		neg := false
+		if i < n && b[i] == '-' {
+			neg = true
+			i++
+		}
+		start := i
+		var v int64
+		for i < n && b[i] >= '0' && b[i] <= '9' {
+			v = v*10 + int64(b[i]-'0')
+			if v > 1<<31 {
+				return nil, false
+			}
+			i++
+		}
+		if i == start || (i-start > 1 && b[start] == '0') {
+			return nil, false
+		}
+		if neg {
+			v = -v
+		}
+		if v > 1<<31-1 || v < -(1<<31) {
+			return nil, false
+		}
+		out = append(out, int32(v))
+		skip()
+		if i == n {
+			return out, true
+		}
+		if b[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
 }

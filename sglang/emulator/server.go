@@ -27,6 +27,7 @@ type Server struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	cache *radixCache
+	tc    *tokCache
 	start time.Time
 	sem   chan struct{}
 
@@ -74,6 +75,7 @@ func New(cfg Config, tok Tokenizer, opts ...Option) (*Server, error) {
 		opts:          o,
 		log:           o.logger,
 		cache:         newRadixCache(cfg.CacheTokens),
+		tc:            newTokCache(tok),
 		start:         time.Now(),
 		jobs:          map[string][]*job{},
 		weightVersion: cfg.WeightVersion,

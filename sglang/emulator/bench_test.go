@@ -1,0 +1,78 @@
+package emulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+)
+
+// benchBody is a second-turn agent request (system + tools + task + a tool call + its result), as a TITO
+// client sends it: input_ids, output logprobs, logprob_start_len = len-1.
+func benchBody(b *testing.B, m *testModel, url string) []byte {
+	ids := qwenIDs(m, "Compute 12*7, then (3+4)/2 and 100-58 for me.", calcToolJSON, weatherTool)
+	g := generate(b, url, map[string]any{"input_ids": ids})
+	ids = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn("84", "3.5", "42"), false)...)
+	body, _ := json.Marshal(map[string]any{"input_ids": ids, "return_logprob": true, "logprob_start_len": len(ids) - 1,
+		"sampling_params": map[string]any{"max_new_tokens": 1024, "temperature": 1.0}})
+	return body
+}
+
+// BenchmarkGenerateHandler is the emulator's own cost per /generate request, without the network.
+func BenchmarkGenerateHandler(b *testing.B) {
+	m := qwen(b)
+	srv, url := start(b, testConfig(m), m.Tokenizer)
+	body := benchBody(b, m, url)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		req := httptest.NewRequest(http.MethodPost, "/generate", bytes.NewReader(body))
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+}
+
+// BenchmarkGenerateHTTP is the emulator's capacity over loopback HTTP at zero latency, with a minimal load
+// generator of c concurrent clients.
+func BenchmarkGenerateHTTP(b *testing.B) {
+	m := qwen(b)
+	for _, c := range []int{1, 16, 128} {
+		b.Run(fmt.Sprintf("c%d", c), func(b *testing.B) {
+			_, url := start(b, testConfig(m), m.Tokenizer)
+			body := benchBody(b, m, url)
+			tr := &http.Transport{MaxIdleConns: c, MaxIdleConnsPerHost: c, IdleConnTimeout: time.Minute}
+			defer tr.CloseIdleConnections()
+			client := &http.Client{Transport: tr}
+			b.ReportAllocs()
+			// RunParallel starts parallelism × GOMAXPROCS goroutines
+			b.SetParallelism(max(1, c/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					resp, err := client.Post(url+"/generate", "application/json", bytes.NewReader(body))
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode != http.StatusOK {
+						b.Errorf("status %d", resp.StatusCode)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
+		})
+	}
+}
