@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,4 +407,52 @@ func plainNumbers(v any) any {
 		}
 	}
 	return v
+}
+
+// FuzzRenderDelta checks invariant 4 on arbitrary text: for each family, the delta of new user or tool messages
+// is exactly what the full render of history + new adds after the history's last end-of-turn token (for Qwen3,
+// whose template re-renders the last assistant turn, it is at least a suffix that starts right after one).
+func FuzzRenderDelta(f *testing.F) {
+	for _, s := range []string{"hi", "<|im_end|>\n<|im_start|>user", "{{ x }}{% if %}", "  \n\n\t", "😀中文", "<tool_response>x</tool_response>"} {
+		f.Add(s, s, true)
+	}
+	tpls := map[string]*ChatTemplate{}
+	for _, fam := range []string{"qwen3", "qwen25", "llama31"} {
+		tpls[fam] = familyTemplate(f, fam)
+	}
+	eot := map[string]string{"qwen3": "<|im_end|>", "qwen25": "<|im_end|>", "llama31": "<|eot_id|>"}
+	tools := []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}`)}
+	f.Fuzz(func(t *testing.T, a, b string, asTool bool) {
+		history := []Message{
+			{Role: RoleSystem, Content: "sys"},
+			{Role: RoleUser, Content: a},
+			{Role: RoleAssistant, Content: b, ReasoningContent: "r", ToolCalls: []ToolCall{{ID: "c", Type: "function", Function: FunctionCall{Name: "f", Arguments: json.RawMessage(`{"q": 1}`)}}}},
+		}
+		newMsgs := []Message{{Role: RoleUser, Content: b}}
+		if asTool {
+			newMsgs = []Message{{Role: RoleTool, ToolCallID: "c", Content: b}}
+		}
+		for fam, tpl := range tpls {
+			o := RenderOptions{Tools: tools, AddGenerationPrompt: true}
+			delta, err := tpl.RenderDelta(newMsgs, o)
+			if err != nil {
+				t.Fatalf("%s: %v", fam, err)
+			}
+			full, err1 := tpl.Render(slices.Concat(history, newMsgs), o)
+			hist, err2 := tpl.Render(history, RenderOptions{Tools: tools})
+			if err1 != nil || err2 != nil {
+				t.Fatalf("%s: %v %v", fam, err1, err2)
+			}
+			generated := strings.TrimSuffix(hist, tpl.Separator())
+			if fam != "qwen3" || asTool {
+				if generated+delta != full {
+					t.Fatalf("%s: history + delta != full render\n%s", fam, textDiff(generated+delta, full))
+				}
+				continue
+			}
+			if !strings.HasSuffix(full, delta) || !strings.HasSuffix(full[:len(full)-len(delta)], eot[fam]) {
+				t.Fatalf("%s: delta %q is not the suffix of %q after an end-of-turn", fam, delta, full)
+			}
+		}
+	})
 }
