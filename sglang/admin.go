@@ -91,8 +91,9 @@ func (c *Client) AbortRequest(ctx context.Context, rid string) error {
 		return &Error{Op: "abort_request", Err: errors.New("sglang: empty rid (use AbortAll to abort everything)")}
 	}
 	server, wireRID := "", rid
-	c.ridMu.Lock()
-	if p := c.inflight[rid]; p != nil {
+	if v, ok := c.inflight.Load(rid); ok {
+		p := v.(*pending)
+		p.mu.Lock()
 		p.aborted = true // stops further retries
 		if p.w != nil && p.w != c.gateway {
 			server = p.w.url
@@ -100,8 +101,8 @@ func (c *Client) AbortRequest(ctx context.Context, rid string) error {
 		if p.rid != "" {
 			wireRID = p.rid // SGLang only acts on the exact rid in flight
 		}
+		p.mu.Unlock()
 	}
-	c.ridMu.Unlock()
 	body := map[string]any{"rid": wireRID, "abort_all": false}
 	return c.fanOut(ctx, "abort_request", server, true, func(ctx context.Context, w *worker) error {
 		return c.call(ctx, w, http.MethodPost, "/abort_request", body, nil)

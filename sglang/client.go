@@ -45,12 +45,12 @@ type Client struct {
 	retries    atomic.Uint64
 	closed     atomic.Bool
 
-	ridMu    sync.Mutex
-	inflight map[string]*pending // base rid of each Generate in progress, for AbortRequest
+	inflight sync.Map // base rid -> *pending, for each Generate in progress (for AbortRequest)
 }
 
 // pending is a Generate in progress: where its current attempt runs and under which rid.
 type pending struct {
+	mu      sync.Mutex
 	w       *worker
 	rid     string
 	aborted bool
@@ -82,10 +82,9 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		opt(&o)
 	}
 	c := &Client{
-		cfg:      cfg,
-		log:      o.logger,
-		backoff:  o.backoff,
-		inflight: make(map[string]*pending),
+		cfg:     cfg,
+		log:     o.logger,
+		backoff: o.backoff,
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -598,26 +597,19 @@ func (w *worker) failed(c *Client, err error) {
 
 // track registers a Generate under its base rid; nil if that rid is already in flight.
 func (c *Client) track(rid string) *pending {
-	c.ridMu.Lock()
-	defer c.ridMu.Unlock()
-	if _, dup := c.inflight[rid]; dup {
+	p := &pending{}
+	if _, dup := c.inflight.LoadOrStore(rid, p); dup {
 		return nil
 	}
-	p := &pending{}
-	c.inflight[rid] = p
 	return p
 }
 
-func (c *Client) untrack(rid string) {
-	c.ridMu.Lock()
-	delete(c.inflight, rid)
-	c.ridMu.Unlock()
-}
+func (c *Client) untrack(rid string) { c.inflight.Delete(rid) }
 
 // setAttempt records the attempt about to start; it reports whether AbortRequest already hit the rid.
 func (c *Client) setAttempt(p *pending, w *worker, rid string) (aborted bool) {
-	c.ridMu.Lock()
-	defer c.ridMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.w, p.rid = w, rid
 	return p.aborted
 }
