@@ -384,28 +384,65 @@ func deref(p *float64) any {
 	return *p
 }
 
-// BenchmarkToolCall measures one host->guest->host tool call of each example (sandboxed, small input): the SDK's
-// JSON decoding and encoding plus the host's envelope handling.
+// benchCases are small, typical calls of each example tool.
+var benchCases = []struct{ file, tool, args string }{
+	{stringTools, "reverse", `{"text":"hello world"}`},
+	{wordCount, "word_count", `{"text":"the quick brown fox jumps over the lazy dog"}`},
+	{unitConvert, "convert", `{"value":3.5,"from":"mi","to":"km"}`},
+}
+
+// BenchmarkToolCall measures one host->guest->host tool call of each example with a small input: the SDK's JSON
+// decoding and encoding plus the host's envelope handling, sandboxed (how third-party plugins run: per-call
+// deadline) and trusted (how built-ins run).
 func BenchmarkToolCall(b *testing.B) {
 	h := newHost(b)
-	for _, bc := range []struct {
-		file, tool, args string
-	}{
-		{stringTools, "reverse", `{"text":"hello world"}`},
-		{wordCount, "word_count", `{"text":"the quick brown fox jumps over the lazy dog"}`},
-		{unitConvert, "convert", `{"value":3.5,"from":"mi","to":"km"}`},
-	} {
+	for _, bc := range benchCases {
+		for _, trusted := range []bool{false, true} {
+			mode := map[bool]string{false: "sandboxed", true: "trusted"}[trusted]
+			b.Run(bc.file+"/"+mode, func(b *testing.B) {
+				wasm, err := os.ReadFile(bc.file)
+				if err != nil {
+					b.Fatal(err)
+				}
+				m, err := h.Load(context.Background(), plugin.Spec{Name: bc.file, Wasm: wasm, Trusted: trusted, PoolSize: 1})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tl, err := m.Tool()
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				for b.Loop() {
+					if r, err := tl.Call(ctx, bc.tool, json.RawMessage(bc.args)); err != nil || r.IsError {
+						b.Fatal(r, err)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkLoad measures loading each example into a fresh host with an in-memory cache: compile, check, one
+// instance (_initialize, ABI version, manifest, init).
+func BenchmarkLoad(b *testing.B) {
+	for _, bc := range benchCases {
 		b.Run(bc.file, func(b *testing.B) {
-			tl, err := load(b, h, bc.file, "").Tool()
+			wasm, err := os.ReadFile(bc.file)
 			if err != nil {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			b.ReportAllocs()
 			for b.Loop() {
-				if r, err := tl.Call(ctx, bc.tool, json.RawMessage(bc.args)); err != nil || r.IsError {
-					b.Fatal(r, err)
+				h, err := plugin.NewHost(ctx, plugin.DefaultConfig())
+				if err != nil {
+					b.Fatal(err)
 				}
+				if _, err := h.Load(ctx, plugin.Spec{Name: bc.file, Wasm: wasm, PoolSize: 1}); err != nil {
+					b.Fatal(err)
+				}
+				_ = h.Close(ctx)
 			}
 		})
 	}
