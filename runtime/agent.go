@@ -41,6 +41,12 @@ const (
 	ReasonRuntimeError = "runtime_error"
 )
 
+// Aborter is implemented by generators that can abort a request on the server (*sglang.Client): an episode
+// cancelled mid-generation aborts its request there.
+type Aborter interface {
+	AbortRequest(ctx context.Context, rid string) error
+}
+
 // Template renders prompts: the first in full, later ones as deltas. *tito.ChatTemplate implements it.
 type Template interface {
 	Render(msgs []tito.Message, o tito.RenderOptions) (string, error)
@@ -62,7 +68,9 @@ type AgentDeps struct {
 	ContextWindow int
 	// Provenance is copied into every trajectory (tokenizer/template sha256, plugin sha256s, ...).
 	Provenance map[string]any
-	Logger     *slog.Logger
+	// Gate, if set, holds each model call while it is closed (a pause for a weight update).
+	Gate   *Gate
+	Logger *slog.Logger
 }
 
 // Agent runs episodes of one configured agent. It is safe for concurrent use: each Run is independent.
@@ -265,6 +273,10 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop {
 		return nil, false
 	}
+	if err := a.d.Gate.Wait(ctx); err != nil {
+		e.generateFailed(ctx, err)
+		return nil, false
+	}
 	req := &sglang.GenerateRequest{
 		InputIDs:        ids,
 		SamplingParams:  e.samplingParams(maxNew),
@@ -275,6 +287,12 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 	t0 := time.Now()
 	resp, err := a.d.Generator.Generate(ctx, e.ep.ID, req)
 	if err != nil {
+		if ab, ok := a.d.Generator.(Aborter); ok && ctx.Err() != nil {
+			// Cancelled mid-generation: make sure the server stops working on it too.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			ab.AbortRequest(actx, req.RID)
+			cancel()
+		}
 		e.generateFailed(ctx, err)
 		return nil, false
 	}

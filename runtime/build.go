@@ -28,6 +28,8 @@ type BuildEnv struct {
 	MaxModelLen func(ctx context.Context) (int, error)
 	// Server names the SGLang endpoint(s) in provenance.
 	Server string
+	// Gate, if set, holds model calls while closed (serve's pause for weight updates).
+	Gate *Gate
 	Logger *slog.Logger
 }
 
@@ -48,7 +50,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	}
 	plugins := map[string]string{}
 	d := AgentDeps{Generator: env.Generator, Tokenizer: m.Tokenizer, Template: tmpl, StopIDs: m.StopIDs,
-		Provenance: prov, Logger: env.Logger}
+		Provenance: prov, Logger: env.Logger, Gate: env.Gate}
 
 	var specs []abi.ToolSpec
 	for _, pc := range ac.Tools {

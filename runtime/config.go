@@ -181,7 +181,7 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.Strin
 func DefaultConfig() Config {
 	return Config{
 		Server: ServerConfig{
-			Addr:                 "127.0.0.1:8700",
+			Addr:                 "127.0.0.1:8080",
 			SpoolDir:             "spool",
 			SpoolMaxTrajectories: 100000,
 			MaxMessageBytes:      16 << 20,

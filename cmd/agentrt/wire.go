@@ -38,6 +38,7 @@ type system struct {
 	emuURL  string
 	models  map[string]*tito.Model
 	agents  map[string]*runtime.Agent
+	gate    *runtime.Gate
 	closers []func()
 }
 
@@ -57,7 +58,7 @@ func (s *system) Agent(name string) (*runtime.Agent, error) {
 }
 
 func buildSystem(ctx context.Context, cfg *runtime.Config, logw io.Writer) (_ *system, err error) {
-	s := &system{cfg: cfg, models: map[string]*tito.Model{}, agents: map[string]*runtime.Agent{},
+	s := &system{cfg: cfg, models: map[string]*tito.Model{}, agents: map[string]*runtime.Agent{}, gate: &runtime.Gate{},
 		log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	defer func() {
 		if err != nil {
@@ -107,7 +108,7 @@ func buildSystem(ctx context.Context, cfg *runtime.Config, logw io.Writer) (_ *s
 	for _, ac := range cfg.Agents {
 		a, err := runtime.BuildAgent(ctx, ac, runtime.BuildEnv{Host: s.host, Generator: s.client, Model: s.models[ac.Model],
 			MaxModelLen: func(ctx context.Context) (int, error) { return s.client.MaxModelLen(ctx, "") },
-			Server:      server, Logger: s.log})
+			Server:      server, Logger: s.log, Gate: s.gate})
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}

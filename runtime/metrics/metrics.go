@@ -1,0 +1,121 @@
+// Package metrics exposes the runtime's Prometheus metrics (/metrics of `agentrt serve`). It implements
+// runtime.Observer from finished trajectories and reads gauges from the service, the SGLang client and the
+// stream on every scrape. It is the only package that imports the Prometheus client.
+package metrics
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// Gauges are read at scrape time.
+type Gauges struct {
+	InFlight     func() float64 // episodes running
+	SpoolBacklog func() float64 // trajectories spooled and not yet acked
+	SGLangQueued func() float64 // /generate calls waiting for a worker slot
+}
+
+// Metrics is a Prometheus registry with agentrt's metrics. Safe for concurrent use.
+type Metrics struct {
+	reg          *prometheus.Registry
+	episodes     *prometheus.CounterVec
+	turns        prometheus.Counter
+	tokensIn     prometheus.Counter
+	tokensOut    prometheus.Counter
+	cachedTokens prometheus.Counter
+	promptTokens prometheus.Counter
+	toolCalls    *prometheus.CounterVec
+	parseErrors  *prometheus.CounterVec
+	drift        *prometheus.CounterVec
+	latency      prometheus.Histogram
+	queued       prometheus.Gauge
+	reward       prometheus.Histogram
+}
+
+var _ runtime.Observer = (*Metrics)(nil)
+
+// New returns the metrics; g's functions may be nil.
+func New(g Gauges) *Metrics {
+	m := &Metrics{reg: prometheus.NewRegistry()}
+	f := func(c prometheus.Collector) { m.reg.MustRegister(c) }
+	m.episodes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentrt_episodes_total",
+		Help: "Finished episodes by status and reason."}, []string{"status", "reason"})
+	m.turns = prometheus.NewCounter(prometheus.CounterOpts{Name: "agentrt_turns_total", Help: "Model calls of finished episodes."})
+	m.tokensIn = prometheus.NewCounter(prometheus.CounterOpts{Name: "agentrt_prompt_tokens_total", Help: "Prompt tokens (loss mask 0) of finished trajectories."})
+	m.tokensOut = prometheus.NewCounter(prometheus.CounterOpts{Name: "agentrt_response_tokens_total", Help: "Generated tokens (loss mask 1) of finished trajectories."})
+	m.cachedTokens = prometheus.NewCounter(prometheus.CounterOpts{Name: "agentrt_sglang_cached_tokens_total", Help: "Prompt tokens SGLang served from its radix cache (meta_info.cached_tokens)."})
+	m.promptTokens = prometheus.NewCounter(prometheus.CounterOpts{Name: "agentrt_sglang_prompt_tokens_total", Help: "Prompt tokens SGLang processed (meta_info.prompt_tokens); cached/prompt is the prefix-cache hit ratio."})
+	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentrt_tool_calls_total", Help: "Tool calls by outcome (ok, error, timeout, cancelled, unknown_tool, parse_error)."}, []string{"outcome"})
+	m.parseErrors = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentrt_parse_errors_total", Help: "Malformed tool calls by reason."}, []string{"reason"})
+	m.drift = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentrt_drift_segments_total", Help: "Response segments audited for re-tokenization drift, and those that drifted."}, []string{"result"})
+	m.latency = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "agentrt_sglang_generate_seconds", Help: "Latency of /generate calls as the client saw them.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)})
+	m.queued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentrt_episodes_queued", Help: "Episodes waiting for a concurrency slot."})
+	m.reward = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "agentrt_reward", Help: "Rewards of finished episodes that have one.",
+		Buckets: prometheus.LinearBuckets(-1, 0.25, 9)})
+	for _, c := range []prometheus.Collector{m.episodes, m.turns, m.tokensIn, m.tokensOut, m.cachedTokens, m.promptTokens,
+		m.toolCalls, m.parseErrors, m.drift, m.latency, m.queued, m.reward} {
+		f(c)
+	}
+	gauge := func(name, help string, fn func() float64) {
+		if fn != nil {
+			f(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: help}, fn))
+		}
+	}
+	gauge("agentrt_episodes_in_flight", "Episodes running.", g.InFlight)
+	gauge("agentrt_spool_backlog", "Trajectories in the spool, not yet acked by a trainer.", g.SpoolBacklog)
+	gauge("agentrt_sglang_queued_requests", "/generate calls waiting for a worker slot.", g.SGLangQueued)
+	f(prometheus.NewGoCollector())
+	f(prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }
+
+// EpisodeQueued implements runtime.Observer.
+func (m *Metrics) EpisodeQueued(delta int) { m.queued.Add(float64(delta)) }
+
+// EpisodeStarted implements runtime.Observer.
+func (m *Metrics) EpisodeStarted() {}
+
+// EpisodeFinished implements runtime.Observer: everything is counted from the trajectory.
+func (m *Metrics) EpisodeFinished(t *tito.Trajectory) {
+	m.episodes.WithLabelValues(t.Status, t.StatusReason).Inc()
+	for _, s := range t.Segments {
+		switch s.Kind {
+		case tito.KindPrompt:
+			m.tokensIn.Add(float64(s.Length))
+		case tito.KindResponse:
+			m.tokensOut.Add(float64(s.Length))
+			m.turns.Inc()
+			if s.Info != nil {
+				m.cachedTokens.Add(float64(s.Info.CachedTokens))
+				m.promptTokens.Add(float64(s.Info.PromptTokens))
+				m.latency.Observe(s.Info.LatencyMS / 1000)
+			}
+			if s.Drift != nil {
+				m.drift.WithLabelValues("audited").Inc()
+				if !s.Drift.Canonical {
+					m.drift.WithLabelValues("drifted").Inc()
+				}
+			}
+		}
+	}
+	for k, v := range t.Metrics {
+		if r, ok := strings.CutPrefix(k, "parse_errors."); ok {
+			m.parseErrors.WithLabelValues(r).Add(v)
+		} else if o, ok := strings.CutPrefix(k, "tool_calls."); ok {
+			m.toolCalls.WithLabelValues(o).Add(v)
+		}
+	}
+	if t.Reward != nil {
+		m.reward.Observe(*t.Reward)
+	}
+}

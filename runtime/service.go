@@ -1,0 +1,278 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agentrt/agentrt/runtime/stream"
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// Controller is what the service needs of SGLang beyond /generate: pause and resume generation, load new
+// weights. *sglang.Client implements it.
+type Controller interface {
+	PauseGeneration(ctx context.Context, server, mode string) error
+	ContinueGeneration(ctx context.Context, server string) error
+	UpdateWeightsFromDisk(ctx context.Context, server string, req *sglang.UpdateWeightsFromDiskRequest) (map[string]sglang.UpdateWeightsResponse, error)
+}
+
+// Observer receives what the service and its episodes do, for metrics. Its methods must be cheap and safe for
+// concurrent use.
+type Observer interface {
+	// EpisodeStarted and EpisodeFinished bracket each episode; queued is the number waiting for a slot.
+	EpisodeQueued(delta int)
+	EpisodeStarted()
+	EpisodeFinished(t *tito.Trajectory)
+}
+
+// Service runs the rollout requests of `agentrt serve`: it implements stream.Runner with the configured agents,
+// one concurrency limit shared by every request, and a pause gate that holds new turns during weight updates.
+type Service struct {
+	agents   map[string]*Agent
+	fallback string
+	slots    chan struct{}
+	gate     *Gate
+	ctl      Controller
+	obs      Observer
+	inFlight atomic.Int64
+}
+
+var _ stream.Runner = (*Service)(nil)
+
+// NewService returns a service over agents (by name) with at most concurrency episodes at once. The gate must
+// be the one the agents were built with (AgentDeps.Gate), so Pause holds their turns.
+func NewService(agents map[string]*Agent, concurrency int, gate *Gate, ctl Controller, obs Observer) (*Service, error) {
+	if len(agents) == 0 {
+		return nil, errors.New("runtime: service needs at least one agent")
+	}
+	if concurrency <= 0 {
+		return nil, fmt.Errorf("runtime: concurrency %d: must be > 0", concurrency)
+	}
+	s := &Service{agents: agents, slots: make(chan struct{}, concurrency), gate: gate, ctl: ctl, obs: obs}
+	if len(agents) == 1 {
+		for n := range agents {
+			s.fallback = n
+		}
+	}
+	return s, nil
+}
+
+// InFlight is the number of episodes running now.
+func (s *Service) InFlight() int { return int(s.inFlight.Load()) }
+
+func (s *Service) agent(name string) (*Agent, error) {
+	if name == "" {
+		name = s.fallback
+	}
+	if a := s.agents[name]; a != nil {
+		return a, nil
+	}
+	var have []string
+	for n := range s.agents {
+		have = append(have, n)
+	}
+	if name == "" {
+		return nil, fmt.Errorf("several agents are configured (%s): name one in \"agent\"", strings.Join(have, ", "))
+	}
+	return nil, fmt.Errorf("unknown agent %q (configured: %s)", name, strings.Join(have, ", "))
+}
+
+// decoded is a validated request, decoded once.
+type decoded struct {
+	agent    *Agent
+	items    []Item
+	sampling *Sampling
+}
+
+func (s *Service) decode(req stream.RolloutRequest) (*decoded, error) {
+	a, err := s.agent(req.Agent)
+	if err != nil {
+		return nil, err
+	}
+	d := &decoded{agent: a}
+	if len(req.Sampling) > 0 && string(req.Sampling) != "null" {
+		var sp Sampling
+		dec := json.NewDecoder(strings.NewReader(string(req.Sampling)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&sp); err != nil {
+			return nil, fmt.Errorf("sampling: %w", err)
+		}
+		d.sampling = &sp
+	}
+	for i, it := range req.Items {
+		msgs, err := tito.DecodeMessages(it.Messages)
+		if err != nil {
+			return nil, fmt.Errorf("items[%d] (%q): messages: %w", i, it.ID, err)
+		}
+		item := Item{ID: it.ID, Messages: msgs, N: it.N, Label: it.Label, Metadata: it.Metadata, Sampling: d.sampling}
+		if err := item.Validate(fmt.Sprintf("items[%d]", i)); err != nil {
+			return nil, err
+		}
+		d.items = append(d.items, item)
+	}
+	return d, nil
+}
+
+// Validate implements stream.Runner.
+func (s *Service) Validate(req stream.RolloutRequest) error {
+	_, err := s.decode(req)
+	return err
+}
+
+// Run implements stream.Runner: every sample of every item becomes an episode; each finished trajectory goes to
+// out.Finish (which spools it) as soon as it ends. Cancelling ctx aborts the request's episodes.
+func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream.Emitter) error {
+	d, err := s.decode(req)
+	if err != nil {
+		return err
+	}
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for _, it := range d.items {
+		for _, ep := range it.Episodes(req.ID + "/") {
+			ep.ID = fmt.Sprintf("%s/%s/%d", req.ID, it.ID, ep.SampleIndex)
+			if s.obs != nil {
+				s.obs.EpisodeQueued(1)
+			}
+			select {
+			case s.slots <- struct{}{}:
+			case <-ctx.Done():
+				if s.obs != nil {
+					s.obs.EpisodeQueued(-1)
+				}
+				wg.Wait()
+				return ctx.Err()
+			}
+			if s.obs != nil {
+				s.obs.EpisodeQueued(-1)
+				s.obs.EpisodeStarted()
+			}
+			s.inFlight.Add(1)
+			wg.Add(1)
+			go func() {
+				defer func() { <-s.slots; s.inFlight.Add(-1); wg.Done() }()
+				t := d.agent.Run(ctx, ep)
+				if s.obs != nil {
+					s.obs.EpisodeFinished(t)
+				}
+				b, err := json.Marshal(t)
+				if err == nil {
+					err = out.Finish(context.WithoutCancel(ctx), stream.Finished{ItemID: ep.ItemID, SampleIndex: ep.SampleIndex,
+						GroupID: ep.GroupID, TrajectoryID: ep.ID, Trajectory: b})
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("runtime: episode %s: %w", ep.ID, err)
+					}
+					mu.Unlock()
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// Pause implements stream.Runner: no new turn starts until Resume; SGLang is paused with mode (abort: running
+// generations end as aborted; retract and in_place keep them).
+func (s *Service) Pause(ctx context.Context, mode string) error {
+	s.gate.Close()
+	if s.ctl == nil {
+		return nil
+	}
+	if err := s.ctl.PauseGeneration(ctx, "", mode); err != nil {
+		return fmt.Errorf("runtime: pause: %w", err)
+	}
+	return nil
+}
+
+// Resume implements stream.Runner.
+func (s *Service) Resume(ctx context.Context) error {
+	if s.ctl != nil {
+		if err := s.ctl.ContinueGeneration(ctx, ""); err != nil {
+			return fmt.Errorf("runtime: resume: %w", err)
+		}
+	}
+	s.gate.Open()
+	return nil
+}
+
+// UpdateWeights implements stream.Runner through SGLang's /update_weights_from_disk.
+func (s *Service) UpdateWeights(ctx context.Context, req stream.UpdateWeightsRequest) error {
+	if s.ctl == nil {
+		return errors.New("runtime: no SGLang controller to update weights")
+	}
+	r := &sglang.UpdateWeightsFromDiskRequest{}
+	if len(req.Options) > 0 && string(req.Options) != "null" {
+		dec := json.NewDecoder(strings.NewReader(string(req.Options)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(r); err != nil {
+			return fmt.Errorf("runtime: update_weights options: %w", err)
+		}
+	}
+	r.ModelPath = req.ModelPath
+	if req.WeightVersion != "" {
+		v := req.WeightVersion
+		r.WeightVersion = &v
+	}
+	if _, err := s.ctl.UpdateWeightsFromDisk(ctx, "", r); err != nil {
+		return fmt.Errorf("runtime: update_weights: %w", err)
+	}
+	return nil
+}
+
+// Gate holds new turns while closed (a pause for weight updates). The zero value is open. Safe for concurrent use.
+type Gate struct {
+	mu     sync.Mutex
+	closed chan struct{} // non-nil while closed; closed (the channel) when the gate opens
+	since  time.Time
+}
+
+// Close holds every later Wait until Open.
+func (g *Gate) Close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed == nil {
+		g.closed, g.since = make(chan struct{}), time.Now()
+	}
+}
+
+// Open releases the waiting turns.
+func (g *Gate) Open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed != nil {
+		close(g.closed)
+		g.closed = nil
+	}
+}
+
+// Wait returns at once while the gate is open, else when it opens or ctx ends.
+func (g *Gate) Wait(ctx context.Context) error {
+	if g == nil {
+		return nil
+	}
+	g.mu.Lock()
+	ch := g.closed
+	g.mu.Unlock()
+	if ch == nil {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
