@@ -29,7 +29,7 @@ type BuildEnv struct {
 	// Server names the SGLang endpoint(s) in provenance.
 	Server string
 	// Gate, if set, holds model calls while closed (serve's pause for weight updates).
-	Gate *Gate
+	Gate   *Gate
 	Logger *slog.Logger
 }
 
