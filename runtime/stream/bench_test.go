@@ -68,7 +68,8 @@ func BenchmarkStream4k(b *testing.B) {
 			}
 			hs := newHTTPServer(srv)
 			defer func() { hs.CloseClientConnections(); srv.Close(); hs.Close() }()
-			ws, _, err := websocket.DefaultDialer.Dial("ws"+hs.URL[len("http"):], nil)
+			dialer := websocket.Dialer{ReadBufferSize: 256 << 10, WriteBufferSize: 16 << 10}
+			ws, _, err := dialer.Dial("ws"+hs.URL[len("http"):], nil)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -382,6 +382,24 @@ func (c *conn) writeLoop(notify <-chan struct{}) {
 		}
 		return true
 	}
+	// writeParts writes one message from two slices without joining them.
+	writeParts := func(head, tail []byte) bool {
+		c.ws.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		w, err := c.ws.NextWriter(websocket.TextMessage)
+		if err == nil {
+			if _, err = w.Write(head); err == nil {
+				if _, err = w.Write(tail); err == nil {
+					err = w.Close()
+				}
+			}
+		}
+		if err != nil {
+			s.log.Debug("stream: write failed", "consumer", c.consumer, "err", err)
+			c.ws.NetConn().Close()
+			return false
+		}
+		return true
+	}
 	var cursor uint64
 	// sendSpooled sends the next spooled messages within the credits; it reports whether it sent any.
 	sendSpooled := func() (sent, ok bool) {
@@ -396,7 +414,7 @@ func (c *conn) writeLoop(notify <-chan struct{}) {
 			return false, true
 		}
 		for _, r := range recs {
-			if !write(r.frame) {
+			if !writeParts(r.head, r.tail) {
 				return false, false
 			}
 			cursor = r.seq

@@ -26,6 +26,9 @@ type Config struct {
 	// SpoolMaxRecords and SpoolMaxBytes bound the spool; when it is full, Emitter.Finish blocks.
 	SpoolMaxRecords int   `toml:"spool_max_records"`
 	SpoolMaxBytes   int64 `toml:"spool_max_bytes"`
+	// SpoolCacheBytes bounds the memory that keeps recently spooled trajectories for sending without reading
+	// them back from disk (0 disables it).
+	SpoolCacheBytes int64 `toml:"spool_cache_bytes"`
 	// Fsync makes every spool commit call fsync (group commit: one fsync per batch). Without it a spooled
 	// trajectory survives a crash of the process (kill -9) but not of the machine.
 	Fsync bool `toml:"fsync"`
@@ -55,6 +58,7 @@ func DefaultConfig() Config {
 	return Config{
 		SpoolMaxRecords:      100_000,
 		SpoolMaxBytes:        4 << 30,
+		SpoolCacheBytes:      256 << 20,
 		Fsync:                true,
 		MaxMessageBytes:      16 << 20,
 		MaxSamplesPerRequest: 100_000,
@@ -77,6 +81,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("stream: spool_max_records must be >= 1, got %d", c.SpoolMaxRecords)
 	case c.SpoolMaxBytes < 1<<20:
 		return fmt.Errorf("stream: spool_max_bytes must be >= 1 MiB, got %d", c.SpoolMaxBytes)
+	case c.SpoolCacheBytes < 0:
+		return fmt.Errorf("stream: spool_cache_bytes must be >= 0, got %d", c.SpoolCacheBytes)
 	case c.MaxMessageBytes < 1<<10:
 		return fmt.Errorf("stream: max_message_bytes must be >= 1 KiB, got %d", c.MaxMessageBytes)
 	case c.MaxSamplesPerRequest < 1:
@@ -174,7 +180,8 @@ func New(cfg Config, runner Runner, opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	sp, err := openSpool(spoolConfig{dir: cfg.SpoolDir, maxRecords: cfg.SpoolMaxRecords, maxBytes: cfg.SpoolMaxBytes, noSync: !cfg.Fsync})
+	sp, err := openSpool(spoolConfig{dir: cfg.SpoolDir, maxRecords: cfg.SpoolMaxRecords, maxBytes: cfg.SpoolMaxBytes,
+		noSync: !cfg.Fsync, cacheBytes: cfg.SpoolCacheBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +191,9 @@ func New(cfg Config, runner Runner, opts ...Option) (*Server, error) {
 		log:    o.logger,
 		spool:  sp,
 		upgrader: websocket.Upgrader{
-			ReadBufferSize:  64 << 10,
-			WriteBufferSize: 64 << 10,
+			ReadBufferSize: 64 << 10,
+			// Large enough that a 4k-token trajectory (~120 KB of JSON) goes out in one frame and one write.
+			WriteBufferSize: 256 << 10,
 		},
 		conns:     map[*conn]struct{}{},
 		consumers: map[string]*conn{},

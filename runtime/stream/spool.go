@@ -45,6 +45,7 @@ type spoolConfig struct {
 	maxRecords int
 	maxBytes   int64
 	noSync     bool
+	cacheBytes int64
 }
 
 type spool struct {
@@ -64,6 +65,13 @@ type spool struct {
 	notify      map[string]map[chan struct{}]struct{}
 
 	commits uint64 // write transactions committed (guarded by mu)
+
+	// cache holds the values of recently committed records (guarded by mu), so the writer of a connection
+	// that keeps up sends them without reading them back from the database. Bounded by cfg.cacheBytes;
+	// evicted oldest first (an evicted record is read from the database when it is sent).
+	cache      map[uint64][]byte
+	cacheFIFO  []uint64
+	cacheBytes int64
 }
 
 type spoolOpKind int
@@ -84,8 +92,9 @@ type spoolOp struct {
 	size int64
 
 	// ack
-	seqs []uint64
-	ids  []string
+	seqs    []uint64
+	ids     []string
+	deleted []uint64
 
 	done chan struct{}
 	// results
@@ -95,12 +104,17 @@ type spoolOp struct {
 	err error
 }
 
+// spooled is one record ready to send: the frame is head followed by tail. tail may be shared with the cache
+// and must not be modified.
 type spooled struct {
-	seq   uint64
-	kind  byte
-	id    string
-	frame []byte
+	seq  uint64
+	kind byte
+	id   string
+	head []byte
+	tail []byte
 }
+
+func (r spooled) size() int { return len(r.head) + len(r.tail) }
 
 func openSpool(cfg spoolConfig) (*spool, error) {
 	if err := os.MkdirAll(cfg.dir, 0o700); err != nil {
@@ -130,6 +144,7 @@ func openSpool(cfg spoolConfig) (*spool, error) {
 		perConsumer: map[string]int{},
 		spaceFreed:  make(chan struct{}),
 		notify:      map[string]map[chan struct{}]struct{}{},
+		cache:       map[uint64][]byte{},
 	}
 	var seq uint64
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -404,7 +419,7 @@ func (s *spool) commit(seq uint64, batch []*spoolOp) uint64 {
 		clear(added)
 		qb, ib := tx.Bucket(bucketQueue), tx.Bucket(bucketIndex)
 		for _, op := range batch {
-			op.err, op.dup, op.n, op.seq = nil, false, 0, 0
+			op.err, op.dup, op.n, op.seq, op.deleted = nil, false, 0, 0, op.deleted[:0]
 			switch op.kind {
 			case opPut:
 				q, err := qb.CreateBucketIfNotExists([]byte(op.consumer))
@@ -448,6 +463,7 @@ func (s *spool) commit(seq uint64, batch []*spoolOp) uint64 {
 					released.n++
 					released.size += int64(len(v))
 					op.n++
+					op.deleted = append(op.deleted, seq)
 					perConsumer[op.consumer]--
 					if err := q.Delete(k); err != nil {
 						return err
@@ -502,6 +518,16 @@ func (s *spool) commit(seq uint64, batch []*spoolOp) uint64 {
 	}
 	s.mu.Lock()
 	s.commits++
+	for _, op := range batch {
+		switch {
+		case op.kind == opPut && !op.dup:
+			s.cacheAdd(op.seq, op.val)
+		case op.kind == opAck || op.kind == opDrop:
+			for _, sq := range op.deleted {
+				s.cacheDel(sq)
+			}
+		}
+	}
 	for c, d := range perConsumer {
 		s.perConsumer[c] += d
 		if s.perConsumer[c] <= 0 {
@@ -531,12 +557,21 @@ func (s *spool) next(consumer string, after uint64, max int, maxBytes int64) ([]
 		c := q.Cursor()
 		var total int64
 		for k, v := c.Seek(seqKey(after + 1)); k != nil && len(out) < max; k, v = c.Next() {
+			sq := binary.BigEndian.Uint64(k)
+			s.mu.Lock()
+			cached, hit := s.cache[sq]
+			s.mu.Unlock()
+			if hit {
+				v = cached
+			}
 			if len(v) < 3 {
 				continue
 			}
-			sq := binary.BigEndian.Uint64(k)
 			idLen := int(v[1])<<8 | int(v[2])
 			tail := v[3+idLen:]
+			if !hit {
+				tail = append([]byte(nil), tail...) // v lives in the mmap only until the transaction ends
+			}
 			var typ string
 			switch v[0] {
 			case kindTrajectory:
@@ -546,14 +581,14 @@ func (s *spool) next(consumer string, after uint64, max int, maxBytes int64) ([]
 			default:
 				continue
 			}
-			frame := make([]byte, 0, len(`{"type":"","seq":}`)+len(typ)+20+len(tail))
-			frame = append(frame, `{"type":"`...)
-			frame = append(frame, typ...)
-			frame = append(frame, `","seq":`...)
-			frame = strconv.AppendUint(frame, sq, 10)
-			frame = append(frame, tail...)
-			out = append(out, spooled{seq: sq, kind: v[0], id: string(v[3 : 3+idLen]), frame: frame})
-			total += int64(len(frame))
+			head := make([]byte, 0, len(`{"type":"","seq":`)+len(typ)+20)
+			head = append(head, `{"type":"`...)
+			head = append(head, typ...)
+			head = append(head, `","seq":`...)
+			head = strconv.AppendUint(head, sq, 10)
+			r := spooled{seq: sq, kind: v[0], id: string(v[3 : 3+idLen]), head: head, tail: tail}
+			out = append(out, r)
+			total += int64(r.size())
 			if total >= maxBytes {
 				break
 			}
@@ -564,4 +599,37 @@ func (s *spool) next(consumer string, after uint64, max int, maxBytes int64) ([]
 		return nil, fmt.Errorf("stream: spool read: %w", err)
 	}
 	return out, nil
+}
+
+// cacheAdd caches a committed record's value, evicting the oldest to stay within the bound (mu held).
+func (s *spool) cacheAdd(seq uint64, val []byte) {
+	if int64(len(val)) > s.cfg.cacheBytes {
+		return
+	}
+	for s.cacheBytes+int64(len(val)) > s.cfg.cacheBytes && len(s.cacheFIFO) > 0 {
+		old := s.cacheFIFO[0]
+		s.cacheFIFO = s.cacheFIFO[1:]
+		s.cacheDel(old)
+	}
+	s.cache[seq] = val
+	s.cacheBytes += int64(len(val))
+	s.cacheFIFO = append(s.cacheFIFO, seq)
+	// Acked records leave the map but not the FIFO; compact it when it is mostly stale.
+	if len(s.cacheFIFO) > 2*len(s.cache)+1024 {
+		live := s.cacheFIFO[:0]
+		for _, sq := range s.cacheFIFO {
+			if _, ok := s.cache[sq]; ok {
+				live = append(live, sq)
+			}
+		}
+		s.cacheFIFO = append([]uint64(nil), live...)
+	}
+}
+
+// cacheDel drops a record from the cache (mu held).
+func (s *spool) cacheDel(seq uint64) {
+	if v, ok := s.cache[seq]; ok {
+		s.cacheBytes -= int64(len(v))
+		delete(s.cache, seq)
+	}
 }

@@ -33,6 +33,7 @@ func run() int {
 	fsync := fs.Bool("fsync", true, "fsync spool commits")
 	maxMsg := fs.Int64("max-message-bytes", 1<<20, "largest frame a consumer may send")
 	spoolMax := fs.Int("spool-max-records", 100000, "spool bound in records")
+	reuse := fs.Bool("reuse", false, "send one pre-built trajectory for every sample (stream benchmarks)")
 	verbose := fs.Bool("v", false, "log to stderr")
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return 2
@@ -44,7 +45,7 @@ func run() int {
 	cfg := stream.DefaultConfig()
 	cfg.SpoolDir, cfg.Token, cfg.Fsync, cfg.MaxMessageBytes, cfg.SpoolMaxRecords = *spool, *token, *fsync, *maxMsg, *spoolMax
 	cfg.PingInterval = 2 * time.Second
-	srv, err := stream.New(cfg, &fakerunner.Runner{Tokens: *tokens, Delay: *delay}, stream.WithLogger(log))
+	srv, err := stream.New(cfg, &fakerunner.Runner{Tokens: *tokens, Delay: *delay, Reuse: *reuse}, stream.WithLogger(log))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devserver:", err)
 		return 1

@@ -29,8 +29,12 @@ type Runner struct {
 	Concurrency int
 	// Gate, when non-nil, makes every episode wait for a value (or for the request's cancellation).
 	Gate chan struct{}
+	// Reuse builds one trajectory per weight version and sends it for every sample (for benchmarks that
+	// measure the stream, not the generator).
+	Reuse bool
 
 	mu      sync.Mutex
+	reused  map[string]json.RawMessage
 	paused  string
 	weights []string
 	calls   []string
@@ -143,7 +147,22 @@ func (r *Runner) episode(ctx context.Context, req stream.RolloutRequest, it stre
 	if tokens <= 0 {
 		tokens = 4096
 	}
-	return out.Finish(ctx, stream.Finished{ItemID: it.ID, SampleIndex: i, Trajectory: Trajectory(req.ID, it.ID, i, tokens, turns, wv)})
+	var traj json.RawMessage
+	if r.Reuse {
+		r.mu.Lock()
+		if r.reused == nil {
+			r.reused = map[string]json.RawMessage{}
+		}
+		traj = r.reused[wv]
+		if traj == nil {
+			traj = Trajectory("reused", "x", 0, tokens, turns, wv)
+			r.reused[wv] = traj
+		}
+		r.mu.Unlock()
+	} else {
+		traj = Trajectory(req.ID, it.ID, i, tokens, turns, wv)
+	}
+	return out.Finish(ctx, stream.Finished{ItemID: it.ID, SampleIndex: i, Trajectory: traj})
 }
 
 // Pause records the call.
