@@ -77,6 +77,25 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 		cfg.Faults.StallFor = stall
 	}
 
+	if err := cfg.Validate(); err != nil { // fail before the (slow) model load
+		fmt.Fprintf(io.err, "agentrt emulate: %v\n", err)
+		return exitUsage
+	}
+	var sc *emulator.Script
+	if *script != "" {
+		f, err := os.Open(*script)
+		if err != nil {
+			fmt.Fprintf(io.err, "agentrt emulate: --script: %v\n", err)
+			return exitStartup
+		}
+		sc, err = emulator.ParseScript(f)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(io.err, "agentrt emulate: --script %s: %v\n", *script, err)
+			return exitStartup
+		}
+	}
+
 	m, err := tito.LoadModel(*model)
 	if err != nil {
 		fmt.Fprintf(io.err, "agentrt emulate: %v\n", err)
@@ -106,18 +125,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 
 	logger := slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	opts := []emulator.Option{emulator.WithLogger(logger)}
-	if *script != "" {
-		f, err := os.Open(*script)
-		if err != nil {
-			fmt.Fprintf(io.err, "agentrt emulate: --script: %v\n", err)
-			return exitStartup
-		}
-		sc, err := emulator.ParseScript(f)
-		f.Close()
-		if err != nil {
-			fmt.Fprintf(io.err, "agentrt emulate: --script %s: %v\n", *script, err)
-			return exitStartup
-		}
+	if sc != nil {
 		opts = append(opts, emulator.WithScript(sc))
 	}
 	if *logFile != "" {
