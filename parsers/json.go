@@ -55,12 +55,13 @@ type jmember struct {
 
 // compactValue validates the JSON value at s[i:] (leading whitespace allowed), appends its compact form to dst
 // (strings and numbers copied verbatim, insignificant whitespace dropped) and returns the index just past it.
-// When mem is not nil, the members of objects nested at most memDepth deep are appended to *mem.
+// When mem is not nil, the members of objects nested at most memDepth (<= 3) deep are appended to *mem.
 //
-// It is one iterative loop with an explicit stack: function calls are expensive in Go compiled to Wasm.
+// It is one iterative loop with an explicit stack that copies runs of input between whitespace, with strings
+// scanned inline 8 bytes at a time: function calls and per-token appends are expensive in Go compiled to Wasm.
 func compactValue(dst []byte, s string, i int, mem *[]jmember, memDepth int) ([]byte, int, error) {
-	var stack [maxDepth]byte // open containers: '{' or '['
-	var open [maxDepth]int   // index into *mem of the member whose value is the container (or -1)
+	var objects [maxDepth / 64]uint64 // bit d set: the container open at depth d is an object
+	var open [4]int                   // index into *mem of the member whose value is the container at depth d
 	depth := 0
 	cur := -1 // index into *mem of the member whose value is being read (or -1)
 	const (
@@ -69,9 +70,18 @@ func compactValue(dst []byte, s string, i int, mem *[]jmember, memDepth int) ([]
 		afterValue
 	)
 	state := wantValue
+	p := unsafe.Pointer(unsafe.StringData(s))
+	for i < len(s) && isSpace(s[i]) {
+		i++
+	}
+	run := i // start of the input not yet copied to dst; input index i lands at dst offset len(dst)+i-run
 	for {
-		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-			i++
+		if i < len(s) && isSpace(s[i]) {
+			dst = append(dst, s[run:i]...)
+			for i < len(s) && isSpace(s[i]) {
+				i++
+			}
+			run = i
 		}
 		switch state {
 		case wantValue:
@@ -80,55 +90,86 @@ func compactValue(dst []byte, s string, i int, mem *[]jmember, memDepth int) ([]
 			}
 			c := s[i]
 			if cur >= 0 {
-				(*mem)[cur].valueLo = len(dst)
+				(*mem)[cur].valueLo = len(dst) + i - run
 			}
 			switch {
 			case c == '{' || c == '[':
 				if depth >= maxDepth {
 					return dst, i, errAt(i, "JSON nested too deeply")
 				}
-				stack[depth], open[depth] = c, cur
+				if c == '{' {
+					objects[depth/64] |= 1 << (depth % 64)
+				} else {
+					objects[depth/64] &^= 1 << (depth % 64)
+				}
+				if depth < len(open) {
+					open[depth] = cur
+				}
 				depth++
-				dst = append(dst, c)
 				i++
 				cur = -1
 				state = wantValue
 				if c == '{' {
 					state = wantKey
 				}
-				for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-					i++
+				j := i
+				for j < len(s) && isSpace(s[j]) {
+					j++
 				}
-				if i < len(s) && s[i] == c+2 { // '}' == '{'+2, ']' == '['+2: empty container
+				if j < len(s) && s[j] == c+2 { // '}' == '{'+2, ']' == '['+2: an empty container
+					dst = append(dst, s[run:i]...)
+					i, run = j+1, j
 					depth--
-					dst = append(dst, c+2)
-					i++
-					cur = open[depth]
+					cur = -1
+					if depth < len(open) {
+						cur = open[depth]
+					}
 					state = afterValue
 				}
 				continue
 			case c == '"':
-				end, err := scanString(s, i)
-				if err != nil {
-					return dst, end, err
+				j := i + 1
+			str:
+				for {
+					for j+8 <= len(s) {
+						x := *(*uint64)(unsafe.Add(p, j))
+						if ((x-ones*0x20)|((x^ones*'"')-ones)|((x^ones*'\\')-ones))&^x&highs != 0 {
+							break
+						}
+						j += 8
+					}
+					if j >= len(s) {
+						return dst, i, errAt(i, "unterminated string")
+					}
+					switch c := s[j]; {
+					case c == '"':
+						j++
+						break str
+					case c == '\\':
+						end, err := scanString(s, i) // escapes: the careful path
+						if err != nil {
+							return dst, end, err
+						}
+						j = end
+						break str
+					case c < 0x20:
+						return dst, j, errAt(j, describe(s, j)+" in string literal")
+					default:
+						j++
+					}
 				}
-				dst = append(dst, s[i:end]...)
-				i = end
+				i = j
 			case c == '-' || (c >= '0' && c <= '9'):
 				end, _, err := scanNumber(s, i)
 				if err != nil {
 					return dst, end, err
 				}
-				dst = append(dst, s[i:end]...)
 				i = end
 			case c == 't' && len(s)-i >= 4 && s[i:i+4] == "true":
-				dst = append(dst, "true"...)
 				i += 4
 			case c == 'f' && len(s)-i >= 5 && s[i:i+5] == "false":
-				dst = append(dst, "false"...)
 				i += 5
 			case c == 'n' && len(s)-i >= 4 && s[i:i+4] == "null":
-				dst = append(dst, "null"...)
 				i += 4
 			default:
 				return dst, i, errAt(i, describe(s, i)+" looking for beginning of value")
@@ -143,42 +184,48 @@ func compactValue(dst []byte, s string, i int, mem *[]jmember, memDepth int) ([]
 				return dst, end, err
 			}
 			if mem != nil && depth <= memDepth {
-				*mem = append(*mem, jmember{depth: depth, keyLo: len(dst), keyHi: len(dst) + end - i})
+				*mem = append(*mem, jmember{depth: depth, keyLo: len(dst) + i - run, keyHi: len(dst) + end - run})
 				cur = len(*mem) - 1
 			}
-			dst = append(dst, s[i:end]...)
 			i = end
-			for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-				i++
+			if i < len(s) && isSpace(s[i]) {
+				dst = append(dst, s[run:i]...)
+				for i < len(s) && isSpace(s[i]) {
+					i++
+				}
+				run = i
 			}
 			if i >= len(s) || s[i] != ':' {
 				return dst, i, errAt(i, describe(s, i)+" after object key")
 			}
-			dst = append(dst, ':')
 			i++
 			state = wantValue
 		case afterValue:
 			if cur >= 0 {
-				(*mem)[cur].valueHi = len(dst)
+				(*mem)[cur].valueHi = len(dst) + i - run
 				cur = -1
 			}
 			if depth == 0 {
-				return dst, i, nil
+				return append(dst, s[run:i]...), i, nil
 			}
-			top := stack[depth-1]
+			top := byte('[')
+			if objects[(depth-1)/64]&(1<<((depth-1)%64)) != 0 {
+				top = '{'
+			}
 			switch {
 			case i < len(s) && s[i] == ',':
-				dst = append(dst, ',')
 				i++
 				state = wantValue
 				if top == '{' {
 					state = wantKey
 				}
 			case i < len(s) && s[i] == top+2:
-				depth--
-				dst = append(dst, top+2)
 				i++
-				cur = open[depth]
+				depth--
+				cur = -1
+				if depth < len(open) {
+					cur = open[depth]
+				}
 			case top == '{':
 				return dst, i, errAt(i, describe(s, i)+" after object key:value pair")
 			default:

@@ -86,10 +86,10 @@ func TestParseUsage(t *testing.T) {
 }
 
 // parseHost loads the embedded parsers module through the plugin host, as the runtime does.
-func parseHost(tb testing.TB, name string, tools []abi.ToolSpec) *plugin.Parser {
+func parseHost(tb testing.TB, cacheDir, name string, tools []abi.ToolSpec) *plugin.Parser {
 	tb.Helper()
 	ctx := context.Background()
-	h, err := plugin.NewHost(ctx, plugin.Config{})
+	h, err := plugin.NewHost(ctx, plugin.Config{CacheDir: cacheDir})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -141,8 +141,9 @@ func TestParseWasmMatchesNative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cache := t.TempDir() // compile once, load seven times
 	for _, name := range parsers.Names() {
-		wp := parseHost(t, name, specs)
+		wp := parseHost(t, cache, name, specs)
 		np, _ := parsers.New(name)
 		for i, in := range inputs {
 			got, err := wp.Parse(context.Background(), in)
@@ -187,7 +188,7 @@ func BenchmarkParseHost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := parseHost(b, "hermes", benchTools(b))
+	p := parseHost(b, "", "hermes", benchTools(b))
 	ctx := context.Background()
 	if r, err := p.Parse(ctx, string(text)); err != nil || len(r.Calls) != 2 {
 		b.Fatalf("%+v %v", r, err)
