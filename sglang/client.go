@@ -502,9 +502,10 @@ func (c *Client) rank(dst []*worker, key string) []*worker {
 	}
 	h := hashString(key)
 	// insertion sort by descending score; worker counts are small
-	scores := make([]uint64, len(dst))
-	for i, w := range dst {
-		scores[i] = mix64(h ^ w.seed)
+	var sbuf [16]uint64
+	scores := sbuf[:0]
+	for _, w := range dst {
+		scores = append(scores, mix64(h^w.seed))
 	}
 	for i := 1; i < len(dst); i++ {
 		for j := i; j > 0 && scores[j] > scores[j-1]; j-- {
