@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export AGENTRT_CACHE ?= $(HOME)/.cache/agentrt
 ENV := source $(AGENTRT_CACHE)/env.sh
 
-.PHONY: setup build serve test test-go test-extra wasm wasm-check bench
+.PHONY: setup build serve test test-go test-extra wasm wasm-check bench golden
 
 setup:
 	@bash scripts/setup.sh
@@ -39,3 +39,7 @@ test: wasm-check test-go test-extra
 
 bench: build
 	@$(ENV) && go test -run '^$$' -bench . -benchmem ./...
+
+# golden regenerates the golden test data from the real Hugging Face libraries (transformers, tokenizers, jinja2).
+golden: setup
+	@$(ENV) && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/tokenizer_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/template_golden.py
