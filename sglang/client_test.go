@@ -569,4 +569,68 @@ func TestClosed(t *testing.T) {
 	}
 }
 
-var _ atomic.Int64 // keep sync/atomic for helpers below
+// TestHammer runs many concurrent episodes over three flaky workers with tight in-flight bounds: every
+// request succeeds, each episode stays on one worker unless that worker was marked unhealthy, and the
+// counters return to zero.
+func TestHammer(t *testing.T) {
+	ok := okReplay(t).body
+	q := loadErrorFixture(t, "error_queue_full_503.json")
+	var urls []string
+	var inFlightMax atomic.Int64
+	for range 3 {
+		var hits, cur atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			n := cur.Add(1)
+			defer cur.Add(-1)
+			for {
+				m := inFlightMax.Load()
+				if n <= m || inFlightMax.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			if hits.Add(1)%5 == 0 {
+				w.WriteHeader(q.Status)
+				_, _ = w.Write(q.Body)
+				return
+			}
+			_, _ = w.Write(ok)
+		}))
+		t.Cleanup(srv.Close)
+		urls = append(urls, srv.URL)
+	}
+	c := testClient(t, func(c *Config) { c.MaxInFlightPerWorker = 4; c.Retry.MaxAttempts = 10 }, urls...)
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for e := range 50 {
+		wg.Go(func() {
+			ep := fmt.Sprint("hammer-", e)
+			for turn := range 4 {
+				req := testRequest()
+				req.RID = fmt.Sprintf("%s.%d", ep, turn)
+				if _, err := c.Generate(t.Context(), ep, req); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if m := inFlightMax.Load(); m > 4 {
+		t.Errorf("a worker saw %d concurrent requests; the bound is 4", m)
+	}
+	s := c.Stats()
+	var reqs uint64
+	for _, w := range s.Workers {
+		if w.InFlight != 0 || w.Queued != 0 {
+			t.Errorf("after the run: %+v", w)
+		}
+		reqs += w.Requests
+	}
+	if reqs != 200+s.Retries {
+		t.Errorf("%d attempts for 200 requests and %d retries", reqs, s.Retries)
+	}
+}
