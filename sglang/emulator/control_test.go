@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -326,4 +328,44 @@ func TestQueueFull(t *testing.T) {
 	post(t, url, "/abort_request", map[string]any{"abort_all": true})
 	<-done
 	<-done
+}
+
+func TestRunShutdown(t *testing.T) {
+	m := qwen(t)
+	cfg := testConfig(m)
+	cfg.Faults = Faults{Stall: 1, StallFor: time.Hour}
+	srv, err := New(cfg, m.Tokenizer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ran := make(chan error, 1)
+	go func() { ran <- srv.Run(ctx, ln) }()
+	url := "http://" + ln.Addr().String()
+	if r := get(t, url, "/health"); r.status != http.StatusOK {
+		t.Fatalf("health: %d", r.status)
+	}
+	stalled := make(chan httpResult, 1)
+	go func() { stalled <- post(t, url, "/generate", map[string]any{"input_ids": []int{1, 2}}) }()
+	waitFor(t, func() bool {
+		srv.mu.Lock()
+		defer srv.mu.Unlock()
+		return srv.inflightCount() > 0
+	})
+	cancel()
+	if err := <-ran; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if r := <-stalled; r.status != http.StatusServiceUnavailable {
+		t.Errorf("stalled request at shutdown: %d %s", r.status, r.body)
+	}
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/health", nil))
+	if rec.Code != http.StatusServiceUnavailable || rec.Body.Len() != 0 {
+		t.Errorf("health after shutdown: %d %q", rec.Code, rec.Body)
+	}
 }

@@ -112,6 +112,10 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		case <-ctx.Done():
 			t.Stop()
 			return
+		case <-s.closeCh:
+			t.Stop()
+			writeHTTPException(w, http.StatusServiceUnavailable, "The server is shutting down.")
+			return
 		case <-t.C:
 		}
 	case "context":

@@ -257,23 +257,18 @@ func resultValue(r string) string {
 	return strings.TrimSpace(r)
 }
 
-var sentences = []string{
-	"Here is a short answer.",
-	"I thought about this carefully.",
-	"The key point is simple.",
-	"Let me explain step by step.",
-	"This follows from the question directly.",
-	"There is nothing more to add.",
-}
+// sentences are the plain answer's building blocks.
+const sentences = "Here is a short answer.|I thought about this carefully.|The key point is simple.|Let me explain step by step.|This follows from the question directly.|There is nothing more to add."
 
 func plainAnswer(task string, rng *rand.Rand) string {
 	var b strings.Builder
+	pool := strings.Split(sentences, "|")
 	n := 1 + rng.IntN(3)
 	for i := 0; i < n; i++ {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		b.WriteString(sentences[rng.IntN(len(sentences))])
+		b.WriteString(pool[rng.IntN(len(pool))])
 	}
 	if task != "" {
 		t := task

@@ -53,13 +53,16 @@ type samplingParams struct {
 	streamInterval    int
 }
 
-var knownSamplingKeys = map[string]bool{
-	"max_new_tokens": true, "temperature": true, "top_p": true, "top_k": true, "min_p": true,
-	"frequency_penalty": true, "presence_penalty": true, "repetition_penalty": true, "min_new_tokens": true,
-	"stop": true, "stop_token_ids": true, "stop_regex": true, "ignore_eos": true, "skip_special_tokens": true,
-	"spaces_between_special_tokens": true, "no_stop_trim": true, "n": true, "json_schema": true, "regex": true,
-	"ebnf": true, "structural_tag": true, "logit_bias": true, "custom_params": true, "stream_interval": true,
-	"sampling_seed": true,
+// knownSamplingKey reports whether k is a SamplingParams field.
+func knownSamplingKey(k string) bool {
+	switch k {
+	case "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty",
+		"repetition_penalty", "min_new_tokens", "stop", "stop_token_ids", "stop_regex", "ignore_eos",
+		"skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim", "n", "json_schema", "regex", "ebnf",
+		"structural_tag", "logit_bias", "custom_params", "stream_interval", "sampling_seed":
+		return true
+	}
+	return false
 }
 
 // genItem is one generation of a (possibly batched) /generate request.
@@ -212,7 +215,7 @@ func parseSampling(raw json.RawMessage) (samplingParams, *reqError) {
 		return p, validationErr("sampling_params", "dict_type", "Input should be a valid dictionary", raw)
 	}
 	for k := range m {
-		if !knownSamplingKeys[k] {
+		if !knownSamplingKey(k) {
 			// SamplingParams(**d) raises TypeError, which /generate does not catch.
 			return p, &reqError{kind: errInternal, msg: "unexpected keyword argument " + strconv.Quote(k)}
 		}

@@ -38,7 +38,9 @@ type Server struct {
 	paused        chan struct{} // non-nil while paused; closed by /continue_generation
 	weightVersion string
 	closed        bool
+	closeCh       chan struct{} // closed when the server starts shutting down
 	inflight      sync.WaitGroup
+	handlers      int
 
 	faultMu  sync.Mutex
 	faultRng *rand.Rand
@@ -78,6 +80,7 @@ func New(cfg Config, tok Tokenizer, opts ...Option) (*Server, error) {
 		tc:            newTokCache(tok),
 		start:         time.Now(),
 		jobs:          map[string][]*job{},
+		closeCh:       make(chan struct{}),
 		weightVersion: cfg.WeightVersion,
 		faultRng:      rand.New(rand.NewPCG(cfg.Seed, 0xfa17)),
 	}
@@ -119,12 +122,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/health") {
+			w.WriteHeader(http.StatusServiceUnavailable) // SGLang: 503, empty body, while shutting down
+			return
+		}
 		writeHTTPException(w, http.StatusServiceUnavailable, "The server is shutting down.")
 		return
 	}
 	s.inflight.Add(1)
+	s.handlers++
 	s.mu.Unlock()
-	defer s.inflight.Done()
+	defer func() {
+		s.mu.Lock()
+		s.handlers--
+		s.mu.Unlock()
+		s.inflight.Done()
+	}()
 	if s.opts.log == nil {
 		s.mux.ServeHTTP(w, r)
 		return
@@ -157,7 +170,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	s.abortAll()
+	s.beginClose()
 	err := hs.Shutdown(sctx)
 	<-errc
 	cerr := s.Close(sctx)
@@ -170,10 +183,7 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 // Close stops accepting requests (new ones get 503), aborts generations in flight (they finish with
 // finish_reason abort) and waits for the handlers, or for ctx.
 func (s *Server) Close(ctx context.Context) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.abortAll()
+	s.beginClose()
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
@@ -182,6 +192,17 @@ func (s *Server) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("emulator: close: %w", context.Cause(ctx))
 	}
+}
+
+// beginClose refuses new requests, ends stalls and pauses, and aborts generations in flight.
+func (s *Server) beginClose() {
+	s.mu.Lock()
+	if !s.closed {
+		s.closed = true
+		close(s.closeCh)
+	}
+	s.mu.Unlock()
+	s.abortAll()
 }
 
 // WeightVersion returns the current weight_version.
@@ -240,6 +261,9 @@ func (s *Server) abortAll() {
 	}
 }
 
+// inflightCount counts HTTP requests being served (s.mu held).
+func (s *Server) inflightCount() int { return s.handlers }
+
 func (s *Server) busy() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -264,6 +288,8 @@ func (s *Server) waitUnpaused(ctx context.Context, j *job) bool {
 		case <-j.abortCh:
 			return false
 		case <-ctx.Done():
+			return false
+		case <-s.closeCh:
 			return false
 		}
 	}
