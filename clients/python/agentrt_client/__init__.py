@@ -22,6 +22,7 @@ from .errors import (
     ProtocolError,
     RejectedError,
     RequestFailedError,
+    RequestLostError,
     ServerError,
     StreamClosedError,
 )
@@ -37,6 +38,7 @@ __all__ = [
     "RejectedError",
     "RequestDone",
     "RequestFailedError",
+    "RequestLostError",
     "ServerError",
     "SlimeSampleFields",
     "StreamClosedError",

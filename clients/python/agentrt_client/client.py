@@ -19,6 +19,7 @@ from .errors import (
     ProtocolError,
     RejectedError,
     RequestFailedError,
+    RequestLostError,
     ServerError,
     StreamClosedError,
 )
@@ -30,6 +31,12 @@ PAUSE_MODES = ("abort", "retract", "in_place")
 log = logging.getLogger("agentrt_client")
 
 _CLOSED = object()  # queue sentinel
+_LOST = object()  # collector marker: the server no longer knows the request (it restarted)
+
+try:  # orjson parses the large trajectory frames several times faster, when it is installed
+    from orjson import loads as _loads
+except ImportError:  # pragma: no cover - optional
+    _loads = json.loads
 
 
 def _new_id() -> str:
@@ -148,6 +155,11 @@ class Client:
         self._dirty: asyncio.Event | None = None
         self._reader: asyncio.Task | None = None
         self._flusher: asyncio.Task | None = None
+        # After a reconnect: spooled messages still to come from the backlog the welcome announced, and the
+        # requests the server said were running. Once the backlog is in, an open request that is neither
+        # running nor done was lost (the server restarted while it ran).
+        self._backlog_left = 0
+        self._active_at_welcome: set[str] = set()
 
     # ----------------------------------------------------------------------------------------------------------
     # Lifecycle
@@ -240,8 +252,12 @@ class Client:
         if m.get("type") != "welcome":
             await ws.close()
             raise ProtocolError(f"{self.url}: expected welcome, got {m.get('type')!r}")
+        reconnect = self.welcome is not None
         self.welcome = Welcome.from_frame(m)
         self._ws = ws
+        if reconnect:
+            self._backlog_left = self.welcome.unacked
+            self._active_at_welcome = set(self.welcome.active_requests)
         self._credit_buf = 0  # credits belong to a connection
         assert self._connected is not None
         self._connected.set()
@@ -251,6 +267,8 @@ class Client:
                 await ws.send(frame)
         if self._ack_buf and self._dirty is not None:
             self._dirty.set()
+        if reconnect and self._backlog_left == 0:
+            self._check_lost()
         log.info(
             "agentrt: connected to %s as %s (unacked %d, active requests %d)",
             self.url,
@@ -357,12 +375,17 @@ class Client:
     # Incoming frames
 
     def _dispatch(self, raw: str | bytes) -> None:
-        m = json.loads(raw)
+        m = _loads(raw)
         t = m.get("type")
-        if t == "trajectory":
-            self._on_trajectory(m)
-        elif t == "request_done":
-            self._on_request_done(m)
+        if t == "trajectory" or t == "request_done":
+            if t == "trajectory":
+                self._on_trajectory(m)
+            else:
+                self._on_request_done(m)
+            if self._backlog_left > 0:
+                self._backlog_left -= 1
+                if self._backlog_left == 0:
+                    self._check_lost()
         elif t == "accepted":
             entry = self._pending_submits.get(m.get("request_id", ""))
             if entry and not entry[1].done():
@@ -393,6 +416,21 @@ class Client:
             self._on_error(m)
         else:
             log.warning("agentrt: ignoring unknown frame type %r", t)
+
+    def _check_lost(self) -> None:
+        """Tells the waiters of requests the server lost (see _backlog_left)."""
+        waiting = set(self._collectors) | set(self._done_waiters)
+        for rid in waiting:
+            if rid in self._active_at_welcome or rid in self._done or rid in self._pending_submits:
+                continue
+            log.warning("agentrt: request %s was lost by the server (restarted while it ran)", rid)
+            col = self._collectors.get(rid)
+            if col is not None:
+                col.queue.put_nowait(_LOST)  # run() resubmits it
+                continue
+            for fut in self._done_waiters.pop(rid, []):
+                if not fut.done():
+                    fut.set_exception(RequestLostError(rid))
 
     def _on_error(self, m: dict[str, Any]) -> None:
         ref = m.get("ref") or {}
@@ -590,6 +628,11 @@ class Client:
                     if x is _CLOSED:
                         self._check()
                         raise StreamClosedError("client closed")
+                    if x is _LOST:
+                        # Run it again under the same id: the samples already received come again with the
+                        # same trajectory ids and are dropped as duplicates.
+                        await self.submit(norm, agent=agent, sampling=sampling, request_id=rid)
+                        continue
                     if isinstance(x, RequestDone):
                         return x
                     trajs.append(x)

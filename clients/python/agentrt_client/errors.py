@@ -51,3 +51,12 @@ class RequestFailedError(AgentrtError):
         self.request_id = request_id
         self.status = status
         self.error = error
+
+
+class RequestLostError(RequestFailedError):
+    """The server restarted while the request ran: its finished trajectories are delivered, the rest never
+    will be, and no request_done comes. Resubmit it (the same request_id keeps trajectory ids, so samples
+    already received are recognised as duplicates). ``Client.run`` does that by itself."""
+
+    def __init__(self, request_id: str):
+        super().__init__(request_id, "lost", "the server restarted while the request was running")

@@ -302,3 +302,41 @@ def test_client_rejects_bad_arguments():
             await Client("ws://127.0.0.1:1/v1/stream", "c").connect()
 
     body()
+
+
+def test_run_survives_server_kill9(devserver):
+    """kill -9 while a run() is in flight: after the restart the client finds the request lost, resubmits it
+    under the same id, and run() returns every sample exactly once."""
+    srv = devserver("-delay", "300ms")
+
+    @run_async
+    async def body():
+        async with Client(srv.url, "trainer", reconnect_timeout=30) as c:
+            task = asyncio.create_task(c.run(prompts(1, n=100), timeout=50))
+            await asyncio.sleep(0.45)  # about 64 samples finished, 36 running (any moment is correct)
+            srv.kill9()
+            srv.start()
+            trajs = await task
+            assert len(trajs) == 100 and len({t.trajectory_id for t in trajs}) == 100
+            assert c.reconnects == 1
+
+    body()
+
+
+def test_wait_request_lost(devserver):
+    srv = devserver("-delay", "2s")
+
+    @run_async
+    async def body():
+        from agentrt_client import RequestLostError
+
+        async with Client(srv.url, "trainer", reconnect_timeout=30) as c:
+            rid = await c.submit(prompts(1))
+            waiter = asyncio.create_task(c.wait_request(rid))
+            await asyncio.sleep(0.1)
+            srv.kill9()
+            srv.start()
+            with pytest.raises(RequestLostError):
+                await waiter
+
+    body()
