@@ -294,6 +294,9 @@ func (m *Module) initInstance(ctx context.Context, in *instance) ([]byte, error)
 	if gerr != nil {
 		return nil, &LoadError{Plugin: m.label, Reason: "the plugin refused its configuration: " + gerr.Message, Err: gerr}
 	}
+	if err := fastjson.Check(okv); err != nil {
+		return nil, &ProtocolError{Plugin: m.name, Func: abi.FuncInit, Msg: "ok value is not valid JSON: " + err.Error()}
+	}
 	return append([]byte(nil), okv...), nil
 }
 
@@ -437,8 +440,13 @@ func (m *Module) callError(fn string, in *instance, err error) error {
 	return &TrapError{Plugin: m.name, Func: fn, Stderr: in.stderr.String(), Err: err}
 }
 
-// envelope splits an output envelope into its ok value (a view) or its error.
+// envelope splits an output envelope into its ok value (a view) or its error. For the common shape
+// {"ok":VALUE} it does not scan VALUE: the caller must validate it completely (wholeObject, fastjson.Check or
+// encoding/json), which each decoder does anyway while decoding.
 func (m *Module) envelope(fn string, out []byte) (okv []byte, gerr *GuestError, err error) {
+	if len(out) > 7 && string(out[:6]) == `{"ok":` && out[len(out)-1] == '}' {
+		return out[6 : len(out)-1], nil, nil
+	}
 	var errv []byte
 	end, perr := fastjson.EachEnd(out, func(k, v []byte) bool {
 		switch {
@@ -470,6 +478,22 @@ func (m *Module) envelope(fn string, out []byte) (okv []byte, gerr *GuestError, 
 	return okv, nil, nil
 }
 
+// wholeObject is fastjson.Each that also rejects anything after the object (unless fn stopped early).
+func wholeObject(b []byte, fn func(k, v []byte) bool) error {
+	stopped := false
+	end, err := fastjson.EachEnd(b, func(k, v []byte) bool {
+		if !fn(k, v) {
+			stopped = true
+			return false
+		}
+		return true
+	})
+	if err == nil && !stopped && fastjson.SkipWS(b, end) != len(b) {
+		err = &fastjson.SyntaxError{Offset: end, Msg: "unexpected data after the object"}
+	}
+	return err
+}
+
 // get returns the raw member key of obj, or nil.
 func get(obj []byte, key string) []byte {
 	v, err := fastjson.Get(obj, key)
@@ -497,6 +521,9 @@ func (m *Module) CallRaw(ctx context.Context, input []byte) ([]byte, error) {
 	err := m.run(ctx, input, func(out []byte) error {
 		if _, _, err := m.envelope(abi.FuncCall, out); err != nil {
 			return err
+		}
+		if err := fastjson.Check(out); err != nil {
+			return &ProtocolError{Plugin: m.name, Func: abi.FuncCall, Msg: "output is not valid JSON: " + err.Error()}
 		}
 		res = append([]byte(nil), out...)
 		return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"unsafe"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/plugins/sdk/go/fastjson"
@@ -26,7 +27,9 @@ type Parser struct {
 	Info
 	// Init, if set, is called once per instance with the plugin config (may be null) and the agent's tools.
 	Init func(cfg Value, tools []ToolSpec) error
-	// Parse parses one completion, exactly as generated, and records what it finds in out.
+	// Parse parses one completion, exactly as generated, and records what it finds in out. text is a view of the
+	// SDK's input buffer, valid only during the call: strings.Clone what must outlive it (everything passed to out
+	// is copied, so a parser normally keeps nothing).
 	Parse func(text string, out *ParseOutput)
 }
 
@@ -317,7 +320,7 @@ func (m *module) call(in []byte) (out []byte) {
 	case m.parser != nil:
 		o := &m.po
 		o.tools, o.buf, o.calls, o.errs, o.normal, o.nCalls, o.nErrs = m.parserTools, m.out[:0], o.calls[:0], o.errs[:0], o.normal[:0], 0, 0
-		m.parser.Parse(string(in), o)
+		m.parser.Parse(view(in), o)
 		m.out = o.encode()
 		return m.out
 	case m.tools != nil:
@@ -358,6 +361,15 @@ func (m *module) call(in []byte) (out []byte) {
 		return m.out
 	}
 	return m.errEnv(abi.CodeInternal, "no plugin registered")
+}
+
+// view returns b as a string without copying. The parser's text is such a view of the input buffer: it is valid
+// only during the Parse call (the next call overwrites the buffer), which is documented on [Parser].Parse.
+func view(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 func (m *module) recoverInto(out *[]byte) {

@@ -1,6 +1,7 @@
 package fastjson
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -182,6 +183,19 @@ func skipString(b []byte, i int) (int, error) {
 	start := i
 	i++
 	for i < len(b) {
+		// Fast path, 8 bytes at a time while none is '"', '\\' or a control character (exact SWAR tests:
+		// hasless(x, 0x20) | haszero(x ^ '"') | haszero(x ^ '\\')); UTF-8 bytes pass.
+		for i+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[i:])
+			q, bs := x^0x2222222222222222, x^0x5c5c5c5c5c5c5c5c
+			if ((x-0x2020202020202020)&^x|(q-0x0101010101010101)&^q|(bs-0x0101010101010101)&^bs)&0x8080808080808080 != 0 {
+				break
+			}
+			i += 8
+		}
+		if i >= len(b) {
+			break
+		}
 		c := b[i]
 		switch {
 		case c == '"':
@@ -357,8 +371,25 @@ func Get(obj []byte, key string) ([]byte, error) {
 // Unquote decodes the JSON string token tok (quotes included). Invalid UTF-8 and lone surrogates become U+FFFD, as
 // in encoding/json.
 func Unquote(tok []byte) (string, error) {
-	b, err := AppendUnquote(nil, tok)
-	return string(b), err
+	if len(tok) >= 2 && tok[0] == '"' && tok[len(tok)-1] == '"' {
+		inner := tok[1 : len(tok)-1]
+		plain := true
+		for _, c := range inner {
+			if c == '\\' || c == '"' || c < 0x20 || c >= utf8.RuneSelf {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return string(inner), nil
+		}
+	}
+	b, err := AppendUnquote(make([]byte, 0, len(tok)), tok)
+	if err != nil || len(b) == 0 {
+		return "", err
+	}
+	// b is freshly allocated and never used again: hand it over instead of copying it into a string.
+	return unsafe.String(&b[0], len(b)), nil
 }
 
 // AppendUnquote appends the decoded JSON string token tok (quotes included) to dst.

@@ -15,6 +15,8 @@ var seeds = []string{
 	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0.5e+10`, `"a\u00e9\ud83d\ude00\n"`, `{"a":1,"b":[1,2,{"c":null}]}`,
 	` { "k" : "v" } `, `{"a":1,}`, `[1,]`, `01`, `1.`, `"\x"`, `"unterminated`, `{"a" 1}`, `tru`, `"\ud800"`,
 	`{"name":"get_weather","arguments":{"city":"Paris","days":3}}`, "\"tab\there\"", `[[[[[]]]]]`, `1e`, `-`, `"é"`,
+	`"0123456789abcdef\"0123456789abcdef\\0123456789"`, "\"0123456789abcdef\x1f01234567\"", `"Grüße aus Köln, 東京 and more text"`,
+	"\"01234567\x7f\x80\xff0123456789\"", `"0123456789abcde"x`,
 }
 
 func TestValidAgreesWithEncodingJSON(t *testing.T) {
@@ -161,6 +163,16 @@ func BenchmarkAppendQuote2KB(b *testing.B) {
 	b.SetBytes(int64(len(s)))
 	for b.Loop() {
 		buf = fastjson.AppendQuote(buf[:0], s)
+	}
+}
+
+func BenchmarkSkipString2KB(b *testing.B) {
+	s := fastjson.AppendQuote(nil, strings.Repeat("Let me call the tool.\n<tool_call>\n{\"name\": \"x\"}\n</tool_call>\n", 40)[:2048])
+	b.SetBytes(int64(len(s)))
+	for b.Loop() {
+		if !fastjson.Valid(s) {
+			b.Fatal("invalid")
+		}
 	}
 }
 
