@@ -1,12 +1,14 @@
 package examples_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"reflect"
 	"slices"
@@ -372,6 +374,62 @@ func TestEchoModules(t *testing.T) {
 			}
 			if r := call(t, tl, "echo", json.RawMessage(`{}`)); !r.IsError || r.ErrorCode != abi.CodeBadInput {
 				t.Errorf("echo without text = %+v, want a bad_input error result", r)
+			}
+		})
+	}
+}
+
+// TestSDKFaults checks what each SDK does when the plugin crashes, and its log import: a crash is a *TrapError
+// (Rust: the panic message from stderr; AssemblyScript: the abort message logged at error level), the instance is
+// replaced and the next call works; agentrt_v1.log lands in the host's logger tagged with the plugin.
+func TestSDKFaults(t *testing.T) {
+	tests := []struct {
+		file, lang string
+		trapStderr string // in TrapError.Stderr
+		trapLog    string // in the host log
+	}{
+		{"testdata/fault_c.wasm", "c", "", ""},
+		{"testdata/fault_rust.wasm", "rust", "panicked at 'index out of bounds: the len is 0 but the index is 5'", ""},
+		{"testdata/fault_as.wasm", "as", "", "abort: Index out of range at ~lib/array.ts"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.lang, func(t *testing.T) {
+			ctx := context.Background()
+			var logs bytes.Buffer
+			h, err := plugin.NewHost(ctx, plugin.DefaultConfig(), plugin.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer h.Close(ctx)
+			wasm, err := os.ReadFile(tt.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := h.Load(ctx, plugin.Spec{Name: tt.file, Wasm: wasm, PoolSize: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tl, err := m.Tool()
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tl.Call(ctx, "fault", json.RawMessage(`{"mode":"trap"}`))
+			var te *plugin.TrapError
+			if !errors.As(err, &te) || te.Func != abi.FuncCall || !strings.Contains(te.Stderr, tt.trapStderr) {
+				t.Fatalf("trap: error %v, want a *TrapError in %s with stderr containing %q", err, abi.FuncCall, tt.trapStderr)
+			}
+			if !strings.Contains(logs.String(), tt.trapLog) {
+				t.Errorf("host log %q does not contain %q", logs.String(), tt.trapLog)
+			}
+			if r := call(t, tl, "fault", json.RawMessage(`{"mode":"log"}`)); r.IsError || r.Text != "logged" {
+				t.Errorf("call after the trap = %+v, want text logged", r)
+			}
+			if m.Replaced() != 1 {
+				t.Errorf("Replaced() = %d, want 1", m.Replaced())
+			}
+			want := "level=WARN msg=\"fault: log from " + tt.lang + "\" plugin=fault_" + map[string]string{"as": "as", "c": "c", "rust": "rust"}[tt.lang]
+			if !strings.Contains(logs.String(), want) {
+				t.Errorf("host log %q does not contain %q", logs.String(), want)
 			}
 		})
 	}

@@ -43,3 +43,8 @@ build_c plugins/examples/c-string-tools/string_tools.wasm plugins/examples/c-str
 build_rust plugins/examples/rust-unit-convert/unit_convert.wasm plugins/examples/rust-unit-convert/unit_convert.rs
 build_as plugins/examples/as-word-count/word_count.wasm plugins/examples/as-word-count/assembly/index.ts
 build_rust plugins/examples/rust-reward/reward.wasm plugins/examples/rust-reward/reward.rs
+
+# Test plugins of plugins/examples TestSDKFaults (crashes and logging in each SDK).
+build_c plugins/examples/testdata/fault_c.wasm plugins/examples/testdata/fault.c
+build_rust plugins/examples/testdata/fault_rust.wasm plugins/examples/testdata/fault.rs
+build_as plugins/examples/testdata/fault_as.wasm plugins/examples/testdata/fault-as/assembly/index.ts
