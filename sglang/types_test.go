@@ -456,3 +456,57 @@ func TestAppendInt32s(t *testing.T) {
 		t.Errorf("empty: %s", got)
 	}
 }
+
+// FuzzEncodeRequest checks the hand-written request encoder: its output is valid JSON that decodes (with
+// encoding/json, through a plain struct without custom methods) to the fields it was given.
+func FuzzEncodeRequest(f *testing.F) {
+	f.Add("rollout-1", "hello", "</tool_call>", int32(151645), -1, 0.7, int64(3))
+	f.Add("", "", "", int32(-5), 0, -0.0, int64(-1))
+	f.Add("a\"b\\c\x00\u2028", "bad\xff\xfeutf8 <&>", "\t\n", int32(2147483647), 40, 1e-7, int64(1<<62))
+	f.Fuzz(func(t *testing.T, rid, text, stop string, id int32, start int, temp float64, seed int64) {
+		if math.IsNaN(temp) || math.IsInf(temp, 0) {
+			return
+		}
+		req := &GenerateRequest{
+			InputIDs:        []int32{id, 0, -id, 7},
+			Text:            text,
+			SamplingParams:  SamplingParams{MaxNewTokens: start, Temperature: &temp, Stop: []string{stop, text}, StopTokenIDs: []int32{id}, SamplingSeed: &seed},
+			ReturnLogprob:   true,
+			LogprobStartLen: start,
+			RID:             rid,
+		}
+		b, err := req.appendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			InputIDs       []int32 `json:"input_ids"`
+			Text           string  `json:"text"`
+			SamplingParams struct {
+				MaxNewTokens int      `json:"max_new_tokens"`
+				Temperature  float64  `json:"temperature"`
+				Stop         []string `json:"stop"`
+				StopTokenIDs []int32  `json:"stop_token_ids"`
+				SamplingSeed int64    `json:"sampling_seed"`
+			} `json:"sampling_params"`
+			LogprobStartLen int    `json:"logprob_start_len"`
+			RID             string `json:"rid"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("invalid JSON %s: %v", b, err)
+		}
+		valid := func(s string) string { // invalid UTF-8 is sent as U+FFFD per byte, as encoding/json does
+			enc, _ := json.Marshal(s)
+			var out string
+			_ = json.Unmarshal(enc, &out)
+			return out
+		}
+		sp := got.SamplingParams
+		if !reflect.DeepEqual(got.InputIDs, req.InputIDs) || got.Text != valid(text) || got.RID != valid(rid) ||
+			got.LogprobStartLen != start || sp.MaxNewTokens != start || math.Float64bits(sp.Temperature) != math.Float64bits(temp) && temp != 0 ||
+			sp.SamplingSeed != seed || !reflect.DeepEqual(sp.StopTokenIDs, []int32{id}) ||
+			len(sp.Stop) != 2 || sp.Stop[0] != valid(stop) || sp.Stop[1] != valid(text) {
+			t.Fatalf("round trip of %s\ngot %+v", b, got)
+		}
+	})
+}
