@@ -72,11 +72,18 @@ type Tokenizer struct {
 	mu  sync.RWMutex
 	ptr unsafe.Pointer // the Rust tokenizer; nil once closed
 
+	addedIDs  map[string]int32 // added tokens by content
+	special   map[int32]bool   // ids of added tokens marked special
+	added     []AddedToken     // added tokens, in file order
+	vocabSize int
+
+	// The model vocabulary is parsed from tokenizer.json on first need (TokenID of a non-added token, the
+	// NUL paths): building its maps is most of the Go-side cost of loading.
+	vocabOnce sync.Once
+	vocabRaw  json.RawMessage
+	modelType string
 	vocab     map[string]int32 // model vocabulary plus added tokens, in their tokenizer.json spelling
 	tokens    []string         // id -> token (the inverse of vocab; "" for unused ids)
-	special   map[int32]bool   // ids of added tokens marked special
-	added     []AddedToken     // added tokens, in id order
-	vocabSize int
 	sha256    string
 	byteLevel *byteLevelTable // non-nil when the decoder is ByteLevel (GPT-2 byte mapping)
 	nulID     int32           // the id of the token for a lone U+0000, or -1
@@ -126,12 +133,16 @@ func newTokenizer(path string, data []byte) (*Tokenizer, error) {
 	if err := json.Unmarshal(data, &tf); err != nil {
 		return nil, fmt.Errorf("%w: %s: not a valid tokenizer.json: %w", ErrModelFile, path, err)
 	}
-	vocab, err := parseVocab(tf.Model.Type, tf.Model.Vocab)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: model.vocab: %w", ErrModelFile, path, err)
+	if len(tf.Model.Vocab) == 0 || string(tf.Model.Vocab) == "null" {
+		return nil, fmt.Errorf("%w: %s: model.vocab: missing (model type %q)", ErrModelFile, path, tf.Model.Type)
 	}
+	addedIDs := make(map[string]int32, len(tf.AddedTokens))
+	special := map[int32]bool{}
 	for _, a := range tf.AddedTokens {
-		vocab[a.Content] = a.ID
+		addedIDs[a.Content] = a.ID
+		if a.Special {
+			special[a.ID] = true
+		}
 	}
 
 	var cerr *C.char
@@ -148,8 +159,11 @@ func newTokenizer(path string, data []byte) (*Tokenizer, error) {
 	sum := sha256.Sum256(data)
 	t := &Tokenizer{
 		ptr:       ptr,
-		vocab:     vocab,
+		addedIDs:  addedIDs,
+		special:   special,
 		added:     tf.AddedTokens,
+		vocabRaw:  tf.Model.Vocab,
+		modelType: tf.Model.Type,
 		vocabSize: int(C.tokenizers_vocab_size(ptr)),
 		sha256:    hex.EncodeToString(sum[:]),
 		nulID:     -1,
@@ -157,23 +171,6 @@ func newTokenizer(path string, data []byte) (*Tokenizer, error) {
 	if d := tf.Decoder; d != nil {
 		if d.Type == "ByteLevel" || (d.Type == "Sequence" && len(d.Decoders) == 1 && d.Decoders[0].Type == "ByteLevel") {
 			t.byteLevel = newByteLevelTable()
-		}
-	}
-	t.findNULToken()
-	maxID := int32(-1)
-	for _, id := range vocab {
-		maxID = max(maxID, id)
-	}
-	t.tokens = make([]string, maxID+1)
-	for tok, id := range vocab {
-		if id >= 0 {
-			t.tokens[id] = tok
-		}
-	}
-	t.special = map[int32]bool{}
-	for _, a := range tf.AddedTokens {
-		if a.Special {
-			t.special[a.ID] = true
 		}
 	}
 	return t, nil
@@ -207,16 +204,38 @@ func parseVocab(modelType string, raw json.RawMessage) (map[string]int32, error)
 	return m, nil
 }
 
-// findNULToken finds the token of a lone U+0000. The C ABI passes strings NUL-terminated, so text holding
-// U+0000 needs a Go-side path (see Encode and Decode).
-func (t *Tokenizer) findNULToken() {
-	nul := "<0x00>"
-	if t.byteLevel != nil {
-		nul = string(t.byteLevel.toRune[0])
-	}
-	if id, ok := t.vocab[nul]; ok {
-		t.nulID = id
-	}
+// loadVocab parses the model vocabulary on first need, and finds the token of a lone U+0000 (the C ABI passes
+// strings NUL-terminated, so text holding U+0000 takes a Go-side path in Encode and Decode). The library
+// already accepted the file, so a vocabulary that does not parse here is left empty.
+func (t *Tokenizer) loadVocab() {
+	t.vocabOnce.Do(func() {
+		vocab, err := parseVocab(t.modelType, t.vocabRaw)
+		t.vocabRaw = nil
+		if err != nil {
+			vocab = map[string]int32{}
+		}
+		for _, a := range t.added {
+			vocab[a.Content] = a.ID
+		}
+		maxID := int32(-1)
+		for _, id := range vocab {
+			maxID = max(maxID, id)
+		}
+		t.tokens = make([]string, maxID+1)
+		for tok, id := range vocab {
+			if id >= 0 {
+				t.tokens[id] = tok
+			}
+		}
+		t.vocab = vocab
+		nul := "<0x00>"
+		if t.byteLevel != nil {
+			nul = string(t.byteLevel.toRune[0])
+		}
+		if id, ok := vocab[nul]; ok {
+			t.nulID = id
+		}
+	})
 }
 
 // SHA256 returns the hex sha256 of the tokenizer.json bytes this tokenizer was built from.
@@ -229,6 +248,10 @@ func (t *Tokenizer) VocabSize() int { return t.vocabSize }
 // TokenID returns the id of a token in its tokenizer.json spelling (for byte-level BPE, "Ġhello" rather than
 // " hello"; added and special tokens as written, e.g. "<|im_end|>"), and whether it exists.
 func (t *Tokenizer) TokenID(token string) (int32, bool) {
+	if id, ok := t.addedIDs[token]; ok {
+		return id, true
+	}
+	t.loadVocab()
 	id, ok := t.vocab[token]
 	return id, ok
 }
@@ -283,6 +306,7 @@ func (t *Tokenizer) encode(text string, addSpecialTokens bool) []int32 {
 }
 
 func (t *Tokenizer) encodeWithNUL(text string, addSpecialTokens bool) []int32 {
+	t.loadVocab()
 	parts := strings.Split(text, "\x00")
 	var out []int32
 	for i, p := range parts {
@@ -335,6 +359,7 @@ func (t *Tokenizer) decode(ids []int32, skipSpecialTokens bool) (string, bool) {
 // itself (the same GPT-2 byte table and lossy UTF-8 conversion as Hugging Face); otherwise it decodes the runs
 // between NUL-bearing tokens and joins them with U+0000.
 func (t *Tokenizer) decodeWithNUL(ids []int32, skipSpecialTokens bool) string {
+	t.loadVocab()
 	if t.byteLevel != nil {
 		return t.byteLevelDecode(ids, skipSpecialTokens)
 	}
