@@ -11,7 +11,7 @@ cd "$(dirname "$0")/../.."
 
 build_go() { # build_go <package dir> <output .wasm>
   GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
-    go build -trimpath -ldflags='-s -w' -buildmode=c-shared -o "$2" "./$1"
+    go build -trimpath -ldflags='-s -w -buildid=' -buildmode=c-shared -o "$2" "./$1"
 }
 
 for d in plugins/builtin/*/ plugins/examples/go-*/ runtime/plugin/testdata/go/*/; do
