@@ -160,11 +160,24 @@ func compactValue(dst []byte, s string, i int, mem *[]jmember, memDepth int) ([]
 				}
 				i = j
 			case c == '-' || (c >= '0' && c <= '9'):
-				end, _, err := scanNumber(s, i)
-				if err != nil {
-					return dst, end, err
+				// Plain integers inline; fractions, exponents and errors take the careful path.
+				j := i
+				if c == '-' {
+					j++
 				}
-				i = end
+				k := j
+				for k < len(s) && s[k] >= '0' && s[k] <= '9' {
+					k++
+				}
+				if k > j && (s[j] != '0' || k-j == 1) && (k >= len(s) || (s[k] != '.' && s[k] != 'e' && s[k] != 'E')) {
+					i = k
+				} else {
+					end, _, err := scanNumber(s, i)
+					if err != nil {
+						return dst, end, err
+					}
+					i = end
+				}
 			case c == 't' && len(s)-i >= 4 && s[i:i+4] == "true":
 				i += 4
 			case c == 'f' && len(s)-i >= 5 && s[i:i+5] == "false":
@@ -179,9 +192,18 @@ func compactValue(dst []byte, s string, i int, mem *[]jmember, memDepth int) ([]
 			if i >= len(s) || s[i] != '"' {
 				return dst, i, errAt(i, describe(s, i)+" looking for beginning of object key string")
 			}
-			end, err := scanString(s, i)
-			if err != nil {
-				return dst, end, err
+			// Keys are short and plain: scan inline, and leave escapes to scanString.
+			end := i + 1
+			for end < len(s) && s[end] != '"' && s[end] != '\\' && s[end] >= 0x20 {
+				end++
+			}
+			if end < len(s) && s[end] == '"' {
+				end++
+			} else {
+				var err error
+				if end, err = scanString(s, i); err != nil {
+					return dst, end, err
+				}
 			}
 			if mem != nil && depth <= memDepth {
 				*mem = append(*mem, jmember{depth: depth, keyLo: len(dst) + i - run, keyHi: len(dst) + end - run})
