@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // The files of a Hugging Face model folder that LoadModel reads.
@@ -21,6 +22,9 @@ const (
 	FileTokenizerConfig  = "tokenizer_config.json"
 	FileChatTemplate     = "chat_template.jinja"
 	FileGenerationConfig = "generation_config.json"
+	FileSpecialTokensMap = "special_tokens_map.json"
+	// DirAdditionalChatTemplates holds named templates (<name>.jinja) besides the default one.
+	DirAdditionalChatTemplates = "additional_chat_templates"
 )
 
 // Model is what agentrt needs of a Hugging Face model folder: the tokenizer, the chat template source, the
@@ -35,10 +39,13 @@ type Model struct {
 	// precedence, as in transformers), else tokenizer_config.json's chat_template (a string, or the entry named
 	// "default" of a [{name, template}] list). Empty if the folder has none.
 	TemplateSource string
-	// TemplateFile is the file TemplateSource came from (FileChatTemplate or FileTokenizerConfig), or "".
+	// TemplateFile is the file TemplateSource came from, relative to Dir (FileChatTemplate,
+	// additional_chat_templates/default.jinja or FileTokenizerConfig), or "".
 	TemplateFile string
-	// NamedTemplates holds every template of a [{name, template}] list in tokenizer_config.json, by name
-	// ("default", "tool_use", ...). Nil when the template is a single string.
+	// NamedTemplates holds every template by name ("default", "tool_use", ...) when there are several: a
+	// [{name, template}] list in tokenizer_config.json, or chat_template.jinja plus
+	// additional_chat_templates/<name>.jinja files (which, as in transformers, replace the config's). Nil when
+	// there is a single template.
 	NamedTemplates map[string]string
 
 	// BOSToken, EOSToken, PadToken and UnkToken are the special tokens of tokenizer_config.json ("" if unset),
@@ -49,8 +56,6 @@ type Model struct {
 	// AddedTokens is tokenizer_config.json's added_tokens_decoder (falling back to tokenizer.json's
 	// added_tokens), in id order.
 	AddedTokens []AddedToken
-	// AddBOSToken reports tokenizer_config.json's add_bos_token (false if absent).
-	AddBOSToken bool
 
 	// StopIDs are the ids that end a turn: the EOS token, then generation_config.json's eos_token_id (an int or
 	// a list), without duplicates, in that order.
@@ -70,11 +75,12 @@ type tokenizerConfig struct {
 	AdditionalSpecialTokens []json.RawMessage          `json:"additional_special_tokens"`
 	AddedTokensDecoder      map[string]json.RawMessage `json:"added_tokens_decoder"`
 	ChatTemplate            json.RawMessage            `json:"chat_template"`
-	AddBOSToken             *bool                      `json:"add_bos_token"`
 }
 
 // LoadModel reads a Hugging Face model folder: tokenizer.json (required), tokenizer_config.json (required),
-// chat_template.jinja and generation_config.json (both optional).
+// and the optional chat_template.jinja, additional_chat_templates/*.jinja, generation_config.json and (for
+// legacy folders whose config has no added_tokens_decoder) special_tokens_map.json, with transformers'
+// precedence.
 //
 // # Errors
 //
@@ -132,8 +138,12 @@ func (m *Model) loadConfig() error {
 		}
 		m.AdditionalSpecialTokens = append(m.AdditionalSpecialTokens, s)
 	}
-	if cfg.AddBOSToken != nil {
-		m.AddBOSToken = *cfg.AddBOSToken
+	from := map[string]string{} // special token key -> the file it came from, when not tokenizer_config.json
+	if len(cfg.AddedTokensDecoder) == 0 {
+		// Legacy folders: transformers reads special_tokens_map.json, whose entries override the config's.
+		if err := m.loadSpecialTokensMap(from); err != nil {
+			return err
+		}
 	}
 	if err := m.loadAddedTokens(cfg.AddedTokensDecoder, cfgPath); err != nil {
 		return err
@@ -144,7 +154,11 @@ func (m *Model) loadConfig() error {
 			continue
 		}
 		if _, ok := m.Tokenizer.TokenID(f.tok); !ok {
-			return bad(f.key, fmt.Errorf("token %q is not in the vocabulary of %s", f.tok, FileTokenizer))
+			err := fmt.Errorf("token %q is not in the vocabulary of %s", f.tok, FileTokenizer)
+			if p, ok := from[f.key]; ok {
+				return fmt.Errorf("%w: %s: %s: %w", ErrModelFile, p, f.key, err)
+			}
+			return bad(f.key, err)
 		}
 	}
 
@@ -161,6 +175,46 @@ func (m *Model) loadConfig() error {
 		m.StopIDs = append(m.StopIDs, id)
 	}
 	return m.loadGenerationConfig()
+}
+
+func (m *Model) loadSpecialTokensMap(from map[string]string) error {
+	path := filepath.Join(m.Dir, FileSpecialTokensMap)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrModelFile, path, err)
+	}
+	var stm map[string]json.RawMessage
+	if err := json.Unmarshal(data, &stm); err != nil {
+		return fmt.Errorf("%w: %s: invalid JSON: %w", ErrModelFile, path, err)
+	}
+	for key, dst := range map[string]*string{"bos_token": &m.BOSToken, "eos_token": &m.EOSToken, "pad_token": &m.PadToken, "unk_token": &m.UnkToken} {
+		raw, ok := stm[key]
+		if !ok {
+			continue
+		}
+		if *dst, err = tokenString(raw); err != nil {
+			return fmt.Errorf("%w: %s: %s: %w", ErrModelFile, path, key, err)
+		}
+		from[key] = path
+	}
+	if raw, ok := stm["additional_special_tokens"]; ok {
+		var list []json.RawMessage
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return fmt.Errorf("%w: %s: additional_special_tokens: %w", ErrModelFile, path, err)
+		}
+		m.AdditionalSpecialTokens = m.AdditionalSpecialTokens[:0]
+		for i, r := range list {
+			s, err := tokenString(r)
+			if err != nil {
+				return fmt.Errorf("%w: %s: additional_special_tokens[%d]: %w", ErrModelFile, path, i, err)
+			}
+			m.AdditionalSpecialTokens = append(m.AdditionalSpecialTokens, s)
+		}
+	}
+	return nil
 }
 
 // tokenString reads a special token of tokenizer_config.json: null, a string, or an AddedToken object
@@ -218,14 +272,40 @@ func (m *Model) loadAddedTokens(dec map[string]json.RawMessage, cfgPath string) 
 }
 
 func (m *Model) loadTemplate(raw json.RawMessage, cfgPath string) error {
+	// As transformers: template files (chat_template.jinja, additional_chat_templates/*.jinja) replace
+	// whatever tokenizer_config.json says.
+	files := map[string]string{}
+	paths := map[string]string{}
 	jinjaPath := filepath.Join(m.Dir, FileChatTemplate)
 	data, err := os.ReadFile(jinjaPath)
 	switch {
 	case err == nil:
-		m.TemplateSource, m.TemplateFile = string(data), FileChatTemplate
+		files["default"], paths["default"] = string(data), FileChatTemplate
 	case !errors.Is(err, fs.ErrNotExist):
 		return fmt.Errorf("%w: %s: %w", ErrModelFile, jinjaPath, err)
 	}
+	extra, _ := filepath.Glob(filepath.Join(m.Dir, DirAdditionalChatTemplates, "*.jinja"))
+	for _, p := range extra {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrModelFile, p, err)
+		}
+		name := strings.TrimSuffix(filepath.Base(p), ".jinja")
+		files[name], paths[name] = string(data), filepath.Join(DirAdditionalChatTemplates, filepath.Base(p))
+	}
+	if len(files) > 0 {
+		if len(files) > 1 {
+			m.NamedTemplates = files
+		}
+		src, ok := files["default"]
+		if !ok {
+			return fmt.Errorf("%w: %s: templates %v but none named \"default\" (add %s)", ErrModelFile,
+				filepath.Join(m.Dir, DirAdditionalChatTemplates), slices.Sorted(maps.Keys(files)), FileChatTemplate)
+		}
+		m.TemplateSource, m.TemplateFile = src, paths["default"]
+		return nil
+	}
+
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -233,34 +313,32 @@ func (m *Model) loadTemplate(raw json.RawMessage, cfgPath string) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: chat_template: %s", ErrModelFile, cfgPath, fmt.Sprintf(format, args...))
 	}
-	var fromConfig string
 	if raw[0] == '"' {
-		if err := json.Unmarshal(raw, &fromConfig); err != nil {
+		if err := json.Unmarshal(raw, &m.TemplateSource); err != nil {
 			return bad("%v", err)
 		}
-	} else {
-		var list []struct {
-			Name     *string `json:"name"`
-			Template *string `json:"template"`
-		}
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return bad("want a string or a list of {name, template}: %v", err)
-		}
-		m.NamedTemplates = make(map[string]string, len(list))
-		for i, e := range list {
-			if e.Name == nil || e.Template == nil {
-				return bad("entry %d: want {\"name\": ..., \"template\": ...}", i)
-			}
-			m.NamedTemplates[*e.Name] = *e.Template
-		}
-		var ok bool
-		if fromConfig, ok = m.NamedTemplates["default"]; !ok && m.TemplateFile == "" {
-			return bad("a list of templates without one named \"default\" (have %v)", slices.Sorted(maps.Keys(m.NamedTemplates)))
-		}
+		m.TemplateFile = FileTokenizerConfig
+		return nil
 	}
-	if m.TemplateFile == "" {
-		m.TemplateSource, m.TemplateFile = fromConfig, FileTokenizerConfig
+	var list []struct {
+		Name     *string `json:"name"`
+		Template *string `json:"template"`
 	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return bad("want a string or a list of {name, template}: %v", err)
+	}
+	named := make(map[string]string, len(list))
+	for i, e := range list {
+		if e.Name == nil || e.Template == nil {
+			return bad("entry %d: want {\"name\": ..., \"template\": ...}", i)
+		}
+		named[*e.Name] = *e.Template
+	}
+	src, ok := named["default"]
+	if !ok {
+		return bad("a list of templates without one named \"default\" (have %v)", slices.Sorted(maps.Keys(named)))
+	}
+	m.NamedTemplates, m.TemplateSource, m.TemplateFile = named, src, FileTokenizerConfig
 	return nil
 }
 

@@ -28,6 +28,9 @@ func mdFolder(t *testing.T, files map[string]string) string {
 		if content == "\x00omit" {
 			continue
 		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +74,7 @@ func TestLoadModelTiny(t *testing.T) {
 				FileGenerationConfig: `{"eos_token_id": [2, 3, 2]}`,
 			},
 			check: func(t *testing.T, m *Model) {
-				if m.BOSToken != "<s>" || m.EOSToken != "<eot>" || m.PadToken != "" || !m.AddBOSToken {
+				if m.BOSToken != "<s>" || m.EOSToken != "<eot>" || m.PadToken != "" {
 					t.Errorf("got %+v", m)
 				}
 				if !slices.Equal(m.StopIDs, []int32{3, 2}) {
@@ -117,6 +120,76 @@ func TestLoadModelTiny(t *testing.T) {
 					t.Errorf("TemplateSource = %q from %q", m.TemplateSource, m.TemplateFile)
 				}
 			},
+		},
+		{
+			name: "legacy special_tokens_map.json overrides the config",
+			files: map[string]string{
+				FileTokenizerConfig:  `{"bos_token": "<s>", "eos_token": "</s>", "additional_special_tokens": ["<s>"]}`,
+				FileSpecialTokensMap: `{"eos_token": {"content": "<eot>", "lstrip": false}, "additional_special_tokens": ["<eot>"]}`,
+			},
+			check: func(t *testing.T, m *Model) {
+				if m.BOSToken != "<s>" || m.EOSToken != "<eot>" || !slices.Equal(m.StopIDs, []int32{3}) || !slices.Equal(m.AdditionalSpecialTokens, []string{"<eot>"}) {
+					t.Errorf("bos %q eos %q stop %v additional %v", m.BOSToken, m.EOSToken, m.StopIDs, m.AdditionalSpecialTokens)
+				}
+			},
+		},
+		{
+			name: "special_tokens_map.json ignored with added_tokens_decoder",
+			files: map[string]string{
+				FileTokenizerConfig:  `{"eos_token": "</s>", "added_tokens_decoder": {"2": {"content": "</s>", "special": true}}}`,
+				FileSpecialTokensMap: `{"eos_token": "<eot>"}`,
+			},
+			check: func(t *testing.T, m *Model) {
+				if m.EOSToken != "</s>" {
+					t.Errorf("eos %q, want the config's", m.EOSToken)
+				}
+			},
+		},
+		{
+			name: "additional_chat_templates replace the config's",
+			files: map[string]string{
+				FileTokenizerConfig: `{"chat_template": [{"name": "default", "template": "config"}, {"name": "rag", "template": "R"}]}`,
+				FileChatTemplate:    "D",
+				filepath.Join(DirAdditionalChatTemplates, "tool_use.jinja"): "T",
+			},
+			check: func(t *testing.T, m *Model) {
+				want := map[string]string{"default": "D", "tool_use": "T"}
+				if m.TemplateSource != "D" || m.TemplateFile != FileChatTemplate || len(m.NamedTemplates) != 2 || m.NamedTemplates["tool_use"] != want["tool_use"] {
+					t.Errorf("TemplateSource %q from %q, NamedTemplates %v", m.TemplateSource, m.TemplateFile, m.NamedTemplates)
+				}
+			},
+		},
+		{
+			name: "default among additional_chat_templates",
+			files: map[string]string{
+				FileTokenizerConfig: `{}`,
+				filepath.Join(DirAdditionalChatTemplates, "default.jinja"): "D2",
+			},
+			check: func(t *testing.T, m *Model) {
+				if m.TemplateSource != "D2" || m.TemplateFile != filepath.Join(DirAdditionalChatTemplates, "default.jinja") || m.NamedTemplates != nil {
+					t.Errorf("TemplateSource %q from %q, NamedTemplates %v", m.TemplateSource, m.TemplateFile, m.NamedTemplates)
+				}
+			},
+		},
+		{
+			name:    "additional_chat_templates without a default",
+			files:   map[string]string{FileTokenizerConfig: `{"chat_template": "C"}`, filepath.Join(DirAdditionalChatTemplates, "tool_use.jinja"): "T"},
+			wantErr: DirAdditionalChatTemplates, wantInErr: `templates [tool_use] but none named "default"`,
+		},
+		{
+			name:    "corrupt special_tokens_map.json",
+			files:   map[string]string{FileTokenizerConfig: `{}`, FileSpecialTokensMap: `[`},
+			wantErr: FileSpecialTokensMap, wantInErr: "invalid JSON",
+		},
+		{
+			name:    "bad token in special_tokens_map.json",
+			files:   map[string]string{FileTokenizerConfig: `{}`, FileSpecialTokensMap: `{"eos_token": ["<eot>"]}`},
+			wantErr: FileSpecialTokensMap, wantInErr: "eos_token: want a string or an object",
+		},
+		{
+			name:    "special_tokens_map.json eos not in vocabulary",
+			files:   map[string]string{FileTokenizerConfig: `{}`, FileSpecialTokensMap: `{"eos_token": "<nope>"}`},
+			wantErr: FileSpecialTokensMap, wantInErr: `eos_token: token "<nope>" is not in the vocabulary`,
 		},
 		{
 			name:    "missing tokenizer.json",
