@@ -34,8 +34,9 @@ type toolSpec struct {
 	Required   []string
 }
 
-// parseConversation decodes a ChatML or Llama 3 prompt (special tokens kept).
-func parseConversation(text string) *conversation {
+// parseConversation decodes a ChatML or Llama 3 prompt (special tokens kept). tools, if not nil, memoises the
+// tool specs read from a message.
+func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 	c := &conversation{format: chatNone, taskIdx: -1}
 	switch {
 	case strings.Contains(text, "<|im_start|>"):
@@ -77,7 +78,7 @@ func parseConversation(text string) *conversation {
 	default:
 		c.messages = []message{{role: "user", content: text}}
 	}
-	c.findTools()
+	c.findTools(tools)
 	for i, m := range c.messages {
 		if m.role == "user" && !strings.Contains(m.content, "<tool_response>") {
 			c.taskIdx = i
@@ -144,17 +145,30 @@ func (c *conversation) toolResults() []string {
 
 // findTools reads tool specs: Qwen's <tools>...</tools> block (one JSON object a line) in the system message,
 // or the JSON objects of Llama 3's tool preamble.
-func (c *conversation) findTools() {
+func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 	for _, m := range c.messages {
 		if m.role != "system" && m.role != "user" {
 			continue
 		}
+		if memo != nil {
+			if ts, ok := memo.get(m.content); ok {
+				if len(ts) > 0 {
+					c.tools = ts
+					return
+				}
+				continue
+			}
+		}
+		before := len(c.tools)
 		if i := strings.LastIndex(m.content, "<tools>"); i >= 0 {
 			// the last one: Qwen's prompt mentions "<tools></tools>" before the block
 			block, _, _ := strings.Cut(m.content[i+len("<tools>"):], "</tools>")
 			c.tools = append(c.tools, scanTools(block)...)
 		} else if c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
 			c.tools = append(c.tools, scanTools(m.content)...)
+		}
+		if memo != nil {
+			memo.put(m.content, c.tools[before:])
 		}
 		if len(c.tools) > 0 {
 			return

@@ -208,20 +208,18 @@ func (s *Server) serveOnce(ctx context.Context, w http.ResponseWriter, req *genR
 			return
 		}
 	}
-	var v any
+	var b []byte
 	if req.batch {
-		arr := make([]any, len(outs))
+		b = append(b, '[')
 		for i, o := range outs {
-			arr[i] = s.response(req, o, o.n, true)
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendResponse(b, s.response(req, o, o.n, true))
 		}
-		v = arr
+		b = append(b, ']')
 	} else {
-		v = s.response(req, outs[0], outs[0].n, true)
-	}
-	b, err := marshal(v)
-	if err != nil {
-		writeInternalError(w)
-		return
+		b = appendResponse(make([]byte, 0, 1024), s.response(req, outs[0], outs[0].n, true))
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
@@ -255,17 +253,14 @@ func (s *Server) writeEvent(w http.ResponseWriter, req *genRequest, o *outcome, 
 	resp := s.response(req, o, n, final)
 	if req.batch {
 		idx := o.it.index
-		if g, ok := resp.(*genResponse); ok {
-			g.Index = &idx
-		}
+		resp.Index = &idx
 	}
-	b, _ := marshal(resp)
-	buf := make([]byte, 0, len(b)+8)
-	buf = append(buf, "data: "...)
-	buf = append(buf, b...)
+	buf := append(make([]byte, 0, 1024), "data: "...)
+	buf = appendResponse(buf, resp)
+	b := buf[len("data: "):]
 	buf = append(buf, "\n\n"...)
 	_, _ = w.Write(buf)
-	http.NewResponseController(w).Flush()
+	_ = http.NewResponseController(w).Flush()
 	return b
 }
 
@@ -492,7 +487,7 @@ func (s *Server) requestRand(it *genItem) *rand.Rand {
 func (s *Server) plan(o *outcome) {
 	it := o.it
 	rng := s.requestRand(it)
-	conv := parseConversation(s.tc.decodePrompt(it.inputIDs))
+	conv := parseConversation(s.tc.decodePrompt(it.inputIDs), s.tc.tools)
 	var text string
 	if s.cfg.Policy == PolicyScripted {
 		text = s.opts.script.reply(conv)
@@ -613,7 +608,7 @@ func plainASCII(t string) bool {
 
 // response builds the JSON object for an outcome with n tokens produced; final adds finish_reason and
 // e2e_latency.
-func (s *Server) response(req *genRequest, o *outcome, n int, final bool) any {
+func (s *Server) response(req *genRequest, o *outcome, n int, final bool) *genResponse {
 	it := o.it
 	if o.waitingAbort {
 		now := time.Now()

@@ -59,10 +59,11 @@ type tokCache struct {
 	boundaries []int32
 	decoded    *lru[string]
 	encoded    *lru[[]int32]
+	tools      *lru[[]toolSpec] // by message text
 }
 
 func newTokCache(tok Tokenizer) *tokCache {
-	c := &tokCache{tok: tok, decoded: newLRU[string](4096), encoded: newLRU[[]int32](4096)}
+	c := &tokCache{tok: tok, decoded: newLRU[string](4096), encoded: newLRU[[]int32](4096), tools: newLRU[[]toolSpec](256)}
 	for _, s := range []string{"<|im_start|>", "<|start_header_id|>"} {
 		if ids := tok.Encode(s, false); len(ids) == 1 && tok.Decode(ids, false) == s {
 			c.boundaries = append(c.boundaries, ids[0])
