@@ -70,9 +70,9 @@ func handle(e sdk.Event) (sdk.Response, error) {
 	ev := event{name: e.Name(), counts: e.Counts(), toolIndex: -1}
 	switch ev.name {
 	case abi.EventMessageAdded:
-		ev.role = e.Get("message").Get("role").StrOr("")
+		ev.role = e.Message().Get("role").StrOr("")
 	case abi.EventBeforeToolCall:
-		ev.toolIndex = e.Get("tool_call").Get("index").IntOr(-1)
+		ev.toolIndex = e.ToolCall().Get("index").IntOr(-1)
 	}
 	d := cfg.decide(ev)
 	var r sdk.Response

@@ -88,40 +88,85 @@ func Errorf(code, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 
-// Event is a hook event, decoded lazily. Use the accessors for the common fields and Get for the rest.
-type Event struct{ Value }
+// Event is a hook event. The SDK indexes its top-level members in one scan; use the accessors for the common
+// fields and Get for the rest. It is valid only during the Handle call.
+type Event struct {
+	Value
+	name, episodeID                           string
+	turn                                      int
+	counts, state, message, toolCall, toolRes Value
+}
+
+// newEvent indexes the top-level members of an event.
+func newEvent(in []byte) Event {
+	e := Event{Value: Value(in)}
+	_ = fastjson.Each(in, func(k, v []byte) bool {
+		switch {
+		case fastjson.KeyEquals(k, "event"):
+			e.name, _ = fastjson.String(v)
+		case fastjson.KeyEquals(k, "episode_id"):
+			e.episodeID, _ = fastjson.String(v)
+		case fastjson.KeyEquals(k, "turn"):
+			n, _ := fastjson.Int(v)
+			e.turn = int(n)
+		case fastjson.KeyEquals(k, "counts"):
+			e.counts = Value(v)
+		case fastjson.KeyEquals(k, "state"):
+			e.state = Value(v)
+		case fastjson.KeyEquals(k, "message"):
+			e.message = Value(v)
+		case fastjson.KeyEquals(k, "tool_call"):
+			e.toolCall = Value(v)
+		case fastjson.KeyEquals(k, "tool_result"):
+			e.toolRes = Value(v)
+		}
+		return true
+	})
+	return e
+}
 
 // Name is the event name (abi.Event*).
-func (e Event) Name() string { return e.Get("event").StrOr("") }
+func (e Event) Name() string { return e.name }
 
 // EpisodeID is the episode the event belongs to.
-func (e Event) EpisodeID() string { return e.Get("episode_id").StrOr("") }
+func (e Event) EpisodeID() string { return e.episodeID }
 
 // Turn is the number of model calls started so far.
-func (e Event) Turn() int { return int(e.Get("turn").IntOr(0)) }
+func (e Event) Turn() int { return e.turn }
 
 // State is what this hook returned as State on its previous call in this episode (nil on the first).
-func (e Event) State() Value { return e.Get("state") }
+func (e Event) State() Value { return e.state }
+
+// Message is the message of message_added (nil otherwise); its fields are "role", "content", "tool_calls",
+// "tool_call_id", "name".
+func (e Event) Message() Value { return e.message }
+
+// ToolCall is the tool_call of before_tool_call and after_tool_call: "id", "name", "arguments", "index".
+func (e Event) ToolCall() Value { return e.toolCall }
+
+// ToolResult is the tool_result of after_tool_call: "text" or "json", and "is_error".
+func (e Event) ToolResult() Value { return e.toolRes }
 
 // Counts are the episode's running counters.
 func (e Event) Counts() abi.Counts {
 	var c abi.Counts
-	_ = e.Get("counts").Each(func(k string, v Value) bool {
-		n := int(v.IntOr(0))
-		switch k {
-		case "messages":
+	_ = fastjson.Each(e.counts, func(k, v []byte) bool {
+		n64, _ := fastjson.Int(v)
+		n := int(n64)
+		switch {
+		case fastjson.KeyEquals(k, "messages"):
 			c.Messages = n
-		case "model_calls":
+		case fastjson.KeyEquals(k, "model_calls"):
 			c.ModelCalls = n
-		case "tool_iters":
+		case fastjson.KeyEquals(k, "tool_iters"):
 			c.ToolIters = n
-		case "tool_calls":
+		case fastjson.KeyEquals(k, "tool_calls"):
 			c.ToolCalls = n
-		case "cancelled_tool_calls":
+		case fastjson.KeyEquals(k, "cancelled_tool_calls"):
 			c.CancelledToolCalls = n
-		case "prompt_tokens":
+		case fastjson.KeyEquals(k, "prompt_tokens"):
 			c.PromptTokens = n
-		case "response_tokens":
+		case fastjson.KeyEquals(k, "response_tokens"):
 			c.ResponseTokens = n
 		}
 		return true
@@ -351,7 +396,7 @@ func (m *module) call(in []byte) (out []byte) {
 		m.out = append(b, "}}"...)
 		return m.out
 	case m.hook != nil:
-		resp, err := m.hook.Handle(Event{Value(in)})
+		resp, err := m.hook.Handle(newEvent(in))
 		if err != nil {
 			return m.errEnvFrom("error", err)
 		}

@@ -570,6 +570,36 @@ func String(v []byte) (string, error) {
 // Int decodes the JSON number v as an int64; a number with a fraction or exponent is an error unless it is integral.
 func Int(v []byte) (int64, error) {
 	t := trimWS(v)
+	// Fast path: a plain integer of up to 18 digits, without strconv's string conversion.
+	if d := t; len(d) > 0 && len(d) <= 19 {
+		neg := d[0] == '-'
+		if neg {
+			d = d[1:]
+		}
+		if len(d) > 0 && len(d) <= 18 && (d[0] != '0' || len(d) == 1) {
+			var n int64
+			ok := true
+			for _, c := range d {
+				if c < '0' || c > '9' {
+					ok = false
+					break
+				}
+				n = n*10 + int64(c-'0')
+			}
+			if ok {
+				if neg {
+					n = -n
+				}
+				return n, nil
+			}
+		}
+	}
+	if len(t) == 0 || !(t[0] == '-' || (t[0] >= '0' && t[0] <= '9')) {
+		return 0, synErr(0, "expected a number")
+	}
+	if end, err := skipNumber(t, 0); err != nil || end != len(t) {
+		return 0, synErr(0, "expected a number, got "+string(t))
+	}
 	if n, err := strconv.ParseInt(string(t), 10, 64); err == nil {
 		return n, nil
 	}

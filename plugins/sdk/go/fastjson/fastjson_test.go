@@ -183,3 +183,24 @@ func BenchmarkValid(b *testing.B) {
 		fastjson.Valid(v)
 	}
 }
+
+func FuzzInt(f *testing.F) {
+	for _, s := range []string{"0", "-0", "12", "-12", "007", "123456789012345678", "1234567890123456789", "-9223372036854775808", "1e3", "1.0", "1.5", " 42 ", "-", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := fastjson.Int([]byte(s))
+		var f64 float64
+		jerr := json.Unmarshal([]byte(s), &f64)
+		if jerr != nil {
+			if err == nil {
+				t.Fatalf("Int(%q) = %d; encoding/json rejects it: %v", s, got, jerr)
+			}
+			return
+		}
+		var i64 int64
+		if json.Unmarshal([]byte(s), &i64) == nil && (err != nil || got != i64) {
+			t.Fatalf("Int(%q) = %d, %v; encoding/json says %d", s, got, err, i64)
+		}
+	})
+}
