@@ -153,7 +153,8 @@ func (c *conn) serve(headerAuth bool) {
 	log.Info("stream: consumer connected", "unacked", w.Unacked, "active_requests", len(active))
 
 	go c.writeLoop(notify)
-	readTimeout := 2 * s.cfg.PingInterval
+	// The writer sends the pings; a write in progress (up to WriteTimeout) delays the next one.
+	readTimeout := 2*s.cfg.PingInterval + s.cfg.WriteTimeout
 	c.ws.SetPongHandler(func(string) error {
 		c.ws.SetReadDeadline(time.Now().Add(readTimeout))
 		return nil

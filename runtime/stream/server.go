@@ -45,7 +45,8 @@ type Config struct {
 	MaxCredits     int `toml:"max_credits"`
 	// SendQueue is the length of each connection's queue of control frames (answers, errors, events).
 	SendQueue int `toml:"send_queue"`
-	// PingInterval is how often the server pings; a consumer silent for 2 intervals (no pong) is dropped.
+	// PingInterval is how often the server pings; a consumer silent (no pong, no message) for 2 intervals plus
+	// WriteTimeout is dropped.
 	PingInterval time.Duration `toml:"ping_interval"`
 	// WriteTimeout bounds every write to a consumer.
 	WriteTimeout time.Duration `toml:"write_timeout"`
