@@ -3,6 +3,7 @@ package tito
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -343,6 +344,55 @@ func TestLoadModelReal(t *testing.T) {
 				if id, ok := m.Tokenizer.TokenID(a.Content); !ok || id != a.ID {
 					t.Errorf("added token %q: TokenID = %d, %v; want %d", a.Content, id, ok, a.ID)
 				}
+			}
+		})
+	}
+}
+
+// TestLoadModelMatchesTransformers compares LoadModel with what transformers.AutoTokenizer makes of the same
+// folders (testdata/tokenizer/model_folders.json, from scripts/golden/tokenizer_golden.py).
+func TestLoadModelMatchesTransformers(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "tokenizer", "model_folders.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var g struct {
+		Folders map[string]struct {
+			BOSToken                string   `json:"bos_token"`
+			EOSToken                string   `json:"eos_token"`
+			PadToken                string   `json:"pad_token"`
+			UnkToken                string   `json:"unk_token"`
+			EOSTokenID              int32    `json:"eos_token_id"`
+			AdditionalSpecialTokens []string `json:"additional_special_tokens"`
+			Len                     int      `json:"len"`
+			ChatTemplateSHA256      string   `json:"chat_template_sha256"`
+			TokenizerSHA256         string   `json:"tokenizer_sha256"`
+		} `json:"folders"`
+	}
+	if err := json.Unmarshal(data, &g); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range g.Folders {
+		t.Run(name, func(t *testing.T) {
+			m := tkModel(t, name)
+			if m.TokenizerSHA256 != want.TokenizerSHA256 {
+				t.Fatalf("tokenizer.json differs from the golden one: rerun make setup or the golden script")
+			}
+			got := [4]string{m.BOSToken, m.EOSToken, m.PadToken, m.UnkToken}
+			if got != [4]string{want.BOSToken, want.EOSToken, want.PadToken, want.UnkToken} {
+				t.Errorf("bos/eos/pad/unk = %q, want %q %q %q %q", got, want.BOSToken, want.EOSToken, want.PadToken, want.UnkToken)
+			}
+			if len(m.StopIDs) == 0 || m.StopIDs[0] != want.EOSTokenID {
+				t.Errorf("StopIDs = %v, want eos_token_id %d first", m.StopIDs, want.EOSTokenID)
+			}
+			if !slices.Equal(m.AdditionalSpecialTokens, want.AdditionalSpecialTokens) && !(len(m.AdditionalSpecialTokens) == 0 && len(want.AdditionalSpecialTokens) == 0) {
+				t.Errorf("AdditionalSpecialTokens = %v, want %v", m.AdditionalSpecialTokens, want.AdditionalSpecialTokens)
+			}
+			if m.Tokenizer.VocabSize() != want.Len {
+				t.Errorf("VocabSize = %d, want len(tokenizer) %d", m.Tokenizer.VocabSize(), want.Len)
+			}
+			if m.TemplateSHA256 != want.ChatTemplateSHA256 {
+				t.Errorf("TemplateSHA256 = %s, want transformers' chat_template %s", m.TemplateSHA256, want.ChatTemplateSHA256)
 			}
 		})
 	}

@@ -5,7 +5,8 @@ Run (offline; the model folders come from `make setup`):
 
     source ~/.cache/agentrt/env.sh && $AGENTRT_GOLDEN_PYTHON scripts/golden/tokenizer_golden.py
 
-Writes tito/testdata/tokenizer/<model>.json for Qwen3 ($AGENTRT_QWEN3_MODEL) and Llama 3.1
+Writes tito/testdata/tokenizer/model_folders.json (what transformers.AutoTokenizer makes of each model folder:
+special tokens, length, chat template sha256) and tito/testdata/tokenizer/<model>.json for Qwen3 ($AGENTRT_QWEN3_MODEL) and Llama 3.1
 ($AGENTRT_LLAMA31_MODEL). For each text: the ids of tokenizers.Tokenizer.encode with add_special_tokens False
 and True, and decode(ids) with skip_special_tokens False and True. Decode-only cases cover id sequences that
 no encode produces (a multi-byte character cut in half, special tokens mid-response, ids outside the
@@ -187,6 +188,39 @@ def main():
             json.dump(doc, f, ensure_ascii=False, indent=1)
             f.write("\n")
         print(f"wrote {os.path.relpath(dest, ROOT)}: {len(cases)} encode cases, {len(dcases)} decode cases")
+    model_folders()
+
+
+FOLDERS = {"qwen3": "AGENTRT_QWEN3_MODEL", "qwen2.5": "AGENTRT_QWEN25_MODEL", "llama3.1": "AGENTRT_LLAMA31_MODEL"}
+
+
+def model_folders():
+    """What transformers.AutoTokenizer makes of each model folder, for tito.LoadModel's test."""
+    out = {}
+    for name, env in FOLDERS.items():
+        folder = os.environ.get(env)
+        if not folder:
+            sys.exit(f"tokenizer_golden: ${env} is not set (source ~/.cache/agentrt/env.sh)")
+        t = AutoTokenizer.from_pretrained(folder, local_files_only=True)
+        tmpl = t.chat_template if isinstance(t.chat_template, str) else (t.chat_template or {}).get("default")
+        extra = getattr(t, "additional_special_tokens", None) or getattr(t, "extra_special_tokens", None) or []
+        out[name] = {
+            "bos_token": t.bos_token or "",
+            "eos_token": t.eos_token or "",
+            "pad_token": t.pad_token or "",
+            "unk_token": t.unk_token or "",
+            "eos_token_id": t.eos_token_id,
+            "additional_special_tokens": [str(x) for x in extra],
+            "len": len(t),
+            "chat_template_sha256": hashlib.sha256(tmpl.encode()).hexdigest() if tmpl else "",
+            "tokenizer_sha256": sha256(os.path.join(folder, "tokenizer.json")),
+        }
+    doc = {"generated_by": "scripts/golden/tokenizer_golden.py", "libraries": {"transformers": transformers.__version__}, "folders": out}
+    dest = os.path.join(OUT, "model_folders.json")
+    with open(dest, "w", encoding="utf-8") as f:
+        json.dump(doc, f, ensure_ascii=False, indent=1)
+        f.write("\n")
+    print(f"wrote {os.path.relpath(dest, ROOT)}: {len(out)} model folders")
 
 
 def bench():
