@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
@@ -147,8 +148,9 @@ type Spec struct {
 
 // Host compiles, instantiates and pools plugin modules. It is safe for concurrent use. Close releases everything.
 type Host struct {
-	log   *slog.Logger
-	cache wazero.CompilationCache
+	log      *slog.Logger
+	cache    wazero.CompilationCache
+	cacheDir string
 
 	mu       sync.Mutex
 	closed   bool
@@ -181,7 +183,7 @@ func NewHost(ctx context.Context, cfg Config, opts ...Option) (*Host, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	h := &Host{log: o.logger, runtimes: map[rtKey]*rtEntry{}, modules: map[*Module]struct{}{}}
+	h := &Host{log: o.logger, cacheDir: cfg.CacheDir, runtimes: map[rtKey]*rtEntry{}, modules: map[*Module]struct{}{}}
 	if cfg.CacheDir != "" {
 		if err := os.MkdirAll(cfg.CacheDir, 0o755); err != nil {
 			return nil, fmt.Errorf("plugin: compilation cache: %w", err)
@@ -196,6 +198,10 @@ func NewHost(ctx context.Context, cfg Config, opts ...Option) (*Host, error) {
 	}
 	return h, nil
 }
+
+// CacheDir is the on-disk compilation cache directory of the host ("" when the cache is in memory only). Other
+// wazero users in this tree (runtime/plugin/command) compile through the same directory.
+func (h *Host) CacheDir() string { return h.cacheDir }
 
 // Close closes every module, runtime and the compilation cache. Calls in flight finish first (bounded by ctx).
 func (h *Host) Close(ctx context.Context) error {
@@ -292,7 +298,8 @@ func (h *Host) compile(ctx context.Context, e *rtEntry, sum [32]byte, wasm []byt
 	if cm, ok := e.compiled[sum]; ok {
 		return cm, nil
 	}
-	cm, err := e.r.CompileModule(ctx, wasm)
+	// Parallel compilation: ~40 % faster for a 3 MB Go guest on 2 cores (reference/go-libs-measured.md).
+	cm, err := e.r.CompileModule(experimental.WithCompilationWorkers(ctx, runtime.GOMAXPROCS(0)), wasm)
 	if err != nil {
 		return nil, err
 	}
