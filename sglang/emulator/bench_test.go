@@ -16,20 +16,21 @@ import (
 
 // benchBody is a second-turn agent request (system + tools + task + a tool call + its result), as a TITO
 // client sends it: input_ids, output logprobs, logprob_start_len = len-1.
-func benchBody(b *testing.B, m *testModel, url string) []byte {
+func benchBody(b *testing.B, m *testModel, url string) (body []byte, promptTokens int) {
+	b.Helper()
 	ids := qwenIDs(m, "Compute 12*7, then (3+4)/2 and 100-58 for me.", calcToolJSON, weatherTool)
 	g := generate(b, url, map[string]any{"input_ids": ids})
 	ids = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn("84", "3.5", "42"), false)...)
-	body, _ := json.Marshal(map[string]any{"input_ids": ids, "return_logprob": true, "logprob_start_len": len(ids) - 1,
+	body, _ = json.Marshal(map[string]any{"input_ids": ids, "return_logprob": true, "logprob_start_len": len(ids) - 1,
 		"sampling_params": map[string]any{"max_new_tokens": 1024, "temperature": 1.0}})
-	return body
+	return body, len(ids)
 }
 
 // BenchmarkGenerateHandler is the emulator's own cost per /generate request, without the network.
 func BenchmarkGenerateHandler(b *testing.B) {
 	m := qwen(b)
 	srv, url := start(b, testConfig(m), m.Tokenizer)
-	body := benchBody(b, m, url)
+	body, promptTokens := benchBody(b, m, url)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuTime()
@@ -43,6 +44,7 @@ func BenchmarkGenerateHandler(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e3, "cpu-us/op")
+	b.ReportMetric(float64(promptTokens), "prompt-tokens")
 }
 
 // BenchmarkGenerateHTTP is the emulator's capacity over loopback HTTP at zero latency, with a minimal load
@@ -52,7 +54,7 @@ func BenchmarkGenerateHTTP(b *testing.B) {
 	for _, c := range []int{1, 16, 128} {
 		b.Run(fmt.Sprintf("c%d", c), func(b *testing.B) {
 			_, url := start(b, testConfig(m), m.Tokenizer)
-			body := benchBody(b, m, url)
+			body, promptTokens := benchBody(b, m, url)
 			tr := &http.Transport{MaxIdleConns: c, MaxIdleConnsPerHost: c, IdleConnTimeout: time.Minute}
 			defer tr.CloseIdleConnections()
 			client := &http.Client{Transport: tr}
@@ -79,6 +81,8 @@ func BenchmarkGenerateHTTP(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "req/s")
 			// client and server share the process: this is both sides' CPU per request
 			b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N)/1e3, "cpu-us/op")
+			b.ReportMetric(float64(promptTokens), "prompt-tokens")
+			b.ReportMetric(float64(promptTokens), "prompt-tokens")
 		})
 	}
 }
