@@ -234,6 +234,24 @@ export class Hook extends Plugin {
   }
 }
 
+/** byteOffset converts an index into text (UTF-16 code units, as AssemblyScript strings count) into the UTF-8
+ * byte offset that parser spans use (ABI.md section 5.1). */
+export function byteOffset(text: string, index: i32): i32 {
+  let n = 0;
+  for (let i = 0; i < index && i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if ((c & 0xfc00) == 0xd800 && i + 1 < text.length && (text.charCodeAt(i + 1) & 0xfc00) == 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
+}
+
+/** Parser is a parser plugin: parse gets the completion text; spans in the result are UTF-8 byte offsets (see
+ * byteOffset). */
 export class Parser extends Plugin {
   kind(): string {
     return "parser";
