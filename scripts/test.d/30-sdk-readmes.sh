@@ -36,7 +36,7 @@ check() { # check NAME WORKDIR SCRIPT: run SCRIPT in WORKDIR; it must succeed an
   local out rc=0
   rm -f "$tmp/skipped"
   out=$(cd "$2" && bash -euo pipefail -c "$3" 2>&1) || rc=$?
-  if [[ $rc -eq 0 && -f "$2/echo.wasm" ]] && { [[ -f "$tmp/skipped" ]] || grep -q '"hi"' <<<"$out"; }; then
+  if [[ $rc -eq 0 && -f "$2/echo.wasm" ]] && { [[ -f "$tmp/skipped" ]] || grep -qw hi <<<"$out"; }; then
     if [[ -f "$tmp/skipped" ]]; then
       echo "ok   $1 (built; the agentrt plugin lines were skipped: not implemented yet)"
     else
