@@ -121,7 +121,7 @@ func (st *state) glmCall(body string, lo, hi int) {
 		i = vLo + vEnd + len(argValueClose)
 	}
 	st.buf = append(st.buf, '}')
-	st.call(name, bytesView(st.buf), nil, lo, hi)
+	st.call(name, bytesView(st.buf), argsMembers{}, lo, hi)
 }
 
 // appendTyped appends the JSON form of an XML-ish parameter value typed by kind k, or returns a message when the

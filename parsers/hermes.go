@@ -94,7 +94,7 @@ func (st *state) objectCall(lo, hi int) {
 		return
 	}
 	if argsAt < 0 {
-		st.call(name, "{}", nil, lo, hi)
+		st.call(name, "{}", argsMembers{}, lo, hi)
 		return
 	}
 	a := st.mem[argsAt]
@@ -103,15 +103,8 @@ func (st *state) objectCall(lo, hi int) {
 		st.fail(ReasonBadArguments, name, `"`+argsKey+`" is a JSON `+jsonKind(args)+", not an object", lo, hi)
 		return
 	}
-	// The arguments' own members: depth 2, inside the arguments value. Rebase them onto args.
-	members := st.mem[len(st.mem):]
-	for _, m := range st.mem {
-		if m.depth == 2 && m.keyLo > a.valueLo && m.keyLo < a.valueHi {
-			m.keyLo, m.keyHi, m.valueLo, m.valueHi = m.keyLo-a.valueLo, m.keyHi-a.valueLo, m.valueLo-a.valueLo, m.valueHi-a.valueLo
-			members = append(members, m)
-		}
-	}
-	st.call(name, args, members, lo, hi)
+	// The arguments' own members are the depth-2 members inside the arguments value.
+	st.call(name, args, argsMembers{all: st.mem, depth: 2, base: a.valueLo}, lo, hi)
 }
 
 func jsonKind(v string) string {

@@ -120,7 +120,7 @@ func (st *state) kimiCall(body string, lo, hi int) {
 		st.fail(ReasonBadArguments, name, "the arguments are a JSON "+jsonKind(bytesView(st.buf))+", not an object", lo, hi)
 		return
 	}
-	st.call(name, bytesView(st.buf), st.mem, lo, hi)
+	st.call(name, bytesView(st.buf), argsMembers{all: st.mem, depth: 1}, lo, hi)
 }
 
 func allDigits(s string) bool {

@@ -144,8 +144,8 @@ func (st *state) cut(lo, hi int) {
 }
 
 // call records a well-formed call after checking the name and the arguments (a compact JSON object whose
-// members are given, or nil when the caller checked them) against the tool specs.
-func (st *state) call(name string, args string, members []jmember, lo, hi int) {
+// members are given; none when the caller checked them) against the tool specs.
+func (st *state) call(name string, args string, members argsMembers, lo, hi int) {
 	if name == "" {
 		st.fail(ReasonMissingName, "", "the call has an empty tool name", lo, hi)
 		return

@@ -176,5 +176,5 @@ func (st *state) qwenFunction(body string, lo, hi int) {
 		i = vLo + vEnd + len(parameterClose)
 	}
 	st.buf = append(st.buf, '}')
-	st.call(name, bytesView(st.buf), nil, lo, hi)
+	st.call(name, bytesView(st.buf), argsMembers{}, lo, hi)
 }

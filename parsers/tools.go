@@ -253,14 +253,28 @@ func checkValue(k kind, v string) string {
 	return "want " + k.String() + ", got " + got.String() + " " + clip(v)
 }
 
-// checkArgs validates a compact JSON object of arguments (members: its own members, ranges within args) against
-// t: no repeated key, and each declared parameter with a modelled type has a value of that type. Undeclared keys,
-// "required" and nested values are the tool's business. It returns "" when the arguments are acceptable.
-func checkArgs(t *tool, args string, members []jmember) string {
-	for k, m := range members {
-		key := args[m.keyLo:m.keyHi]
-		for _, prev := range members[:k] {
-			if args[prev.keyLo:prev.keyHi] == key {
+// argsMembers selects, from the members compactValue recorded, those of an arguments object: the ones at depth,
+// with keys inside the object, whose offsets are relative to the output of compactValue; base is where the
+// arguments object starts in that output. The zero value selects nothing (arguments checked by the caller).
+type argsMembers struct {
+	all   []jmember
+	depth int
+	base  int
+}
+
+// checkArgs validates a compact JSON object of arguments against t: no repeated key, and each declared parameter
+// with a modelled type has a value of that type. Undeclared keys, "required" and nested values are the tool's
+// business. It returns "" when the arguments are acceptable.
+func checkArgs(t *tool, args string, ms argsMembers) string {
+	end := ms.base + len(args)
+	for k, m := range ms.all {
+		if m.depth != ms.depth || m.keyLo <= ms.base || m.keyLo >= end {
+			continue
+		}
+		key := args[m.keyLo-ms.base : m.keyHi-ms.base]
+		for _, prev := range ms.all[:k] {
+			if prev.depth == ms.depth && prev.keyLo > ms.base && prev.keyHi-prev.keyLo == len(key) &&
+				args[prev.keyLo-ms.base:prev.keyHi-ms.base] == key {
 				return "repeated key " + key
 			}
 		}
@@ -272,7 +286,7 @@ func checkArgs(t *tool, args string, members []jmember) string {
 			name = unquote(key)
 		}
 		if kd := t.param(name); kd > kindAny {
-			if msg := checkValue(kd, args[m.valueLo:m.valueHi]); msg != "" {
+			if msg := checkValue(kd, args[m.valueLo-ms.base:m.valueHi-ms.base]); msg != "" {
 				return "parameter " + strconv.Quote(name) + ": " + msg
 			}
 		}
