@@ -404,6 +404,30 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		step = total
 	}
 	t0 := time.Now()
+	if emit == nil && lat.PerOutputToken > 0 && total > 0 {
+		// not streaming: one timer for the whole decode (10,000 concurrent requests must not mean a million
+		// wakeups a second); an abort keeps the ids "generated" so far
+		if !s.waitUnpaused(ctx, j) {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return aborted()
+		}
+		switch s.sleep(ctx, j, lat.PerOutputToken*time.Duration(total)) {
+		case sleepGone:
+			return nil
+		case sleepAborted:
+			o.n = min(total, int(time.Since(t0)/lat.PerOutputToken))
+			return aborted()
+		}
+		o.n = total
+		if !s.waitUnpaused(ctx, j) { // paused meanwhile: hold the result until /continue_generation
+			if ctx.Err() != nil {
+				return nil
+			}
+			return aborted()
+		}
+	}
 	for o.n < total {
 		if !s.waitUnpaused(ctx, j) {
 			if ctx.Err() != nil {

@@ -138,6 +138,37 @@ func calculatorTool(tools []toolSpec) (toolSpec, string, bool) {
 	return toolSpec{}, "", false
 }
 
+// codeTool finds a tool that runs Python code (execute_python_code and the like: a "code" parameter, or a name
+// with "python" in it), and the parameter that takes the code.
+func codeTool(tools []toolSpec) (toolSpec, string, bool) {
+	for _, t := range tools {
+		for _, p := range t.Params {
+			if p == "code" {
+				return t, p, true
+			}
+		}
+		if strings.Contains(strings.ToLower(t.Name), "python") {
+			p := "code"
+			if len(t.Required) > 0 {
+				p = t.Required[0]
+			} else if len(t.Params) > 0 {
+				p = t.Params[0]
+			}
+			return t, p, true
+		}
+	}
+	return toolSpec{}, "", false
+}
+
+// pythonProgram is the code the agentic policy writes for a task's expressions: one print per expression.
+func pythonProgram(exprs []string) string {
+	var b strings.Builder
+	for _, e := range exprs {
+		fmt.Fprintf(&b, "print(%s)\n", e)
+	}
+	return b.String()
+}
+
 type kv struct {
 	k string
 	v any // string, int, float64, bool
@@ -158,8 +189,9 @@ func hashString(s string) uint64 {
 }
 
 // agentic answers like a tool-using model: calculator calls for the task's expressions (in one or several turns,
-// as a seed-and-task-dependent plan decides), a call to the first tool when there is no arithmetic, then a
-// final answer built from the tool results.
+// as a seed-and-task-dependent plan decides); without a calculator but with a Python tool (a "code" parameter),
+// one call whose code prints each expression, then an answer with the last printed value in \boxed{}; a call to
+// the first tool when there is no arithmetic; then a final answer built from the tool results.
 func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	format := s.cfg.ToolFormat
 	if format == "" {
@@ -177,8 +209,12 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	}
 	var batches [][]call
 	calc, param, hasCalc := calculatorTool(c.tools)
+	py, pyParam, hasPy := codeTool(c.tools)
 	exprs := findExpressions(task)
+	usePy := !hasCalc && hasPy && len(exprs) > 0
 	switch {
+	case usePy:
+		batches = [][]call{{{py.Name, []kv{{pyParam, pythonProgram(exprs)}}}}}
 	case hasCalc && len(exprs) > 0:
 		plan := rand.New(rand.NewPCG(s.cfg.Seed^hashString(task), 0x9e3779b97f4a7c15))
 		var calls []call
@@ -216,6 +252,8 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	}
 	results := c.toolResults()
 	switch {
+	case usePy:
+		return think + pythonAnswer(exprs, results)
 	case len(batches) > 0 && hasCalc && len(exprs) > 0:
 		var b strings.Builder
 		for i, e := range exprs {
@@ -238,6 +276,27 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		return think + "Based on the tool result: " + resultValue(results[len(results)-1])
 	}
 	return think + plainAnswer(task, rng)
+}
+
+// pythonAnswer is the final answer after a Python tool ran the expressions: each expression with the line it
+// printed, and the last one boxed; a failed run (an "Error" result) gets an answer without a number.
+func pythonAnswer(exprs []string, results []string) string {
+	if len(results) == 0 {
+		return "The code did not run, so I cannot answer."
+	}
+	out := strings.TrimSpace(results[len(results)-1])
+	if out == "" || strings.HasPrefix(out, "Error") {
+		return "The code failed, so I cannot give an answer."
+	}
+	lines := strings.Split(out, "\n")
+	var b strings.Builder
+	for i, e := range exprs {
+		if i < len(lines) {
+			fmt.Fprintf(&b, "%s = %s\n", e, strings.TrimSpace(lines[i]))
+		}
+	}
+	fmt.Fprintf(&b, "The answer is \\boxed{%s}.", strings.TrimSpace(lines[min(len(lines), len(exprs))-1]))
+	return b.String()
 }
 
 // resultValue takes "result" (or "output") out of a JSON object result, else the text itself.

@@ -146,6 +146,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	lw := &logWriter{ResponseWriter: w, status: http.StatusOK}
 	defer func() {
 		rec.Status = lw.status
+		if rec.Fault == "reset" {
+			rec.Status = 0 // nothing was sent: the connection was reset
+		}
 		if rec.Response == nil && len(lw.body) > 0 && json.Valid(lw.body) {
 			rec.Response = json.RawMessage(lw.body)
 		} else if rec.Response == nil && len(lw.body) > 0 {
