@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/plugins/builtin"
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime/plugin"
+	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/tito"
 )
 
@@ -54,6 +55,20 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 
 	var specs []abi.ToolSpec
 	for _, pc := range ac.Tools {
+		if pc.Command != nil {
+			ct, err := loadCommand(ctx, env.Host, pc)
+			if err != nil {
+				return nil, fmt.Errorf("tool %s: %w", pc.Plugin, err)
+			}
+			sp := ct.Spec()
+			// The binding's limit leaves the command its own (clearer) timeout message.
+			tb := ToolBinding{Plugin: pc.Plugin, SHA256: ct.SHA256(), Tool: ct, Specs: []json.RawMessage{openAISpec(sp)},
+				Timeout: Duration{ct.Config().Timeout + 5*time.Second}}
+			specs = append(specs, sp)
+			plugins[pc.Plugin] = ct.SHA256()
+			d.Tools = append(d.Tools, tb)
+			continue
+		}
 		mod, err := loadPlugin(ctx, env.Host, pc, nil)
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %w", pc.Plugin, err)
@@ -164,6 +179,56 @@ func loadPlugin(ctx context.Context, host *plugin.Host, pc PluginConfig, tools [
 		spec.Grants.Mounts = append(spec.Grants.Mounts, mt)
 	}
 	return host.Load(ctx, spec)
+}
+
+// loadCommand compiles a WASI command tool (through the host's compilation cache directory).
+func loadCommand(ctx context.Context, host *plugin.Host, pc PluginConfig) (*command.Tool, error) {
+	c := pc.Command
+	cfg := command.Config{}
+	if c.Preset == "python" {
+		cfg = command.Python()
+	}
+	if c.Name != "" {
+		cfg.Name = c.Name
+	}
+	if c.Description != "" {
+		cfg.Description = c.Description
+	}
+	if c.Parameters != nil {
+		b, err := json.Marshal(c.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("command parameters: %w", err)
+		}
+		cfg.Parameters = b
+	}
+	if len(c.Args) > 0 {
+		cfg.Args = c.Args
+	}
+	if c.Stdin != "" {
+		cfg.Stdin = c.Stdin
+	}
+	if c.Env != nil {
+		cfg.Env = c.Env
+	}
+	if c.Scratch != nil {
+		cfg.Scratch = *c.Scratch
+	}
+	cfg.MaxOutputBytes, cfg.MaxConcurrent = c.MaxOutputBytes, c.MaxConcurrent
+	cfg.Timeout, cfg.MaxMemoryMB = pc.Timeout.Duration, pc.MaxMemoryMB
+	cfg.Clock, cfg.Random = pc.Clock, pc.Random
+	cfg.CacheDir = host.CacheDir()
+	for _, m := range pc.Mounts {
+		mt, err := plugin.ParseMount(m)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Mounts = append(cfg.Mounts, mt)
+	}
+	wasm, err := os.ReadFile(pc.Plugin)
+	if err != nil {
+		return nil, fmt.Errorf("command module: %w", err)
+	}
+	return command.New(ctx, wasm, cfg)
 }
 
 func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig) (hookAdapter, string, error) {

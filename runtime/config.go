@@ -147,6 +147,35 @@ type PluginConfig struct {
 	Random bool `toml:"random"`
 	// Config is passed to the plugin at instantiation, as JSON.
 	Config map[string]any `toml:"config"`
+	// Command makes a tool entry a WASI command tool: Plugin is then a command module (one that exports _start,
+	// e.g. "$AGENTRT_PYTHON_WASM"), run fresh for every call with the entry's timeout, max_memory_mb, mounts, clock
+	// and random (runtime/plugin/command).
+	Command *CommandConfig `toml:"command"`
+}
+
+// CommandConfig is a WASI command tool: how a call's arguments become the program's argv and stdin. Templates
+// replace "{name}" with the argument name; every name used is a required argument.
+type CommandConfig struct {
+	// Preset fills unset fields for a known program: "python" is execute_python_code (python -I -c {code}, a
+	// scratch /tmp, 10 s, 256 MiB).
+	Preset string `toml:"preset"`
+	// Name is the tool's name as the model calls it.
+	Name        string `toml:"name"`
+	Description string `toml:"description"`
+	// Parameters is the JSON Schema of the arguments (default: each template name as a required string).
+	Parameters map[string]any `toml:"parameters"`
+	// Args is the program's argv, argv[0] first.
+	Args []string `toml:"args"`
+	// Stdin is the program's standard input.
+	Stdin string `toml:"stdin"`
+	// Env are KEY=VALUE environment variables.
+	Env []string `toml:"env"`
+	// Scratch gives each call a fresh writable /tmp, removed afterwards.
+	Scratch *bool `toml:"scratch"`
+	// MaxOutputBytes caps stdout and stderr each (default 16 KiB).
+	MaxOutputBytes int `toml:"max_output_bytes"`
+	// MaxConcurrent bounds the runs in flight (default GOMAXPROCS).
+	MaxConcurrent int `toml:"max_concurrent"`
 }
 
 // ConfigJSON is the plugin's config as the JSON object the plugin receives.
@@ -270,15 +299,48 @@ func (c *Config) Validate() error {
 			return &FieldError{"agent.context_window", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
 		}
 		for _, p := range a.Tools {
+			if p.Plugin == "" && p.Command != nil {
+				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a command tool has no module (is $AGENTRT_PYTHON_WASM set? run `make setup` and source ~/.cache/agentrt/env.sh)", a.Name)}
+			}
 			if p.Plugin == "" {
 				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a tool entry has no plugin", a.Name)}
 			}
+			if err := p.Command.validate(a.Name, p); err != nil {
+				return err
+			}
 		}
 		for _, p := range a.Hooks {
+			if p.Command != nil {
+				return &FieldError{"agent.hooks.command", fmt.Sprintf("agent %q: hook %s: only tools can be commands", a.Name, p.Plugin)}
+			}
 			if p.Plugin == "" {
 				return &FieldError{"agent.hooks.plugin", fmt.Sprintf("agent %q: a hook entry has no plugin", a.Name)}
 			}
 		}
+	}
+	return nil
+}
+
+// validate checks a command tool entry (nil: not a command tool).
+func (c *CommandConfig) validate(agent string, p PluginConfig) error {
+	if c == nil {
+		return nil
+	}
+	switch {
+	case c.Preset != "" && c.Preset != "python":
+		return &FieldError{"agent.tools.command.preset", fmt.Sprintf("agent %q: unknown preset %q (have \"python\")", agent, c.Preset)}
+	case c.Preset == "" && c.Name == "":
+		return &FieldError{"agent.tools.command.name", fmt.Sprintf("agent %q: command tool %s has no name (or set preset)", agent, p.Plugin)}
+	case c.Preset == "" && len(c.Args) == 0:
+		return &FieldError{"agent.tools.command.args", fmt.Sprintf("agent %q: command tool %s has no args (argv[0] first; or set preset)", agent, p.Plugin)}
+	case strings.HasPrefix(p.Plugin, "builtin:"):
+		return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a command tool needs a .wasm command module, not %s", agent, p.Plugin)}
+	case p.Config != nil:
+		return &FieldError{"agent.tools.config", fmt.Sprintf("agent %q: command tool %s: config is for ABI plugins; a command takes args and stdin", agent, p.Plugin)}
+	case len(p.Only) > 0:
+		return &FieldError{"agent.tools.only", fmt.Sprintf("agent %q: command tool %s is one tool: only does not apply", agent, p.Plugin)}
+	case c.MaxOutputBytes < 0 || c.MaxConcurrent < 0:
+		return &FieldError{"agent.tools.command", fmt.Sprintf("agent %q: command tool %s: max_output_bytes and max_concurrent must be >= 0", agent, p.Plugin)}
 	}
 	return nil
 }

@@ -10,4 +10,5 @@ export AGENTRT_QWEN3_MODEL="$cache/models/qwen3"
 export AGENTRT_QWEN25_MODEL="$cache/models/qwen2.5"
 export AGENTRT_LLAMA31_MODEL="$cache/models/llama3.1"
 export AGENTRT_GOLDEN_PYTHON="$cache/venv-golden/bin/python"
+export AGENTRT_PYTHON_WASM="$cache/python-wasi-3.12.0/package/dist/python.wasm"
 EOT
