@@ -379,6 +379,44 @@ func TestEchoModules(t *testing.T) {
 	}
 }
 
+// TestMalformedInput sends each tool example raw inputs that the host never sends (agentrt_call takes any bytes):
+// the SDKs must answer with a bad_input error envelope, not trap or hang, whatever the bytes.
+func TestMalformedInput(t *testing.T) {
+	h := newHost(t)
+	inputs := []string{
+		"",
+		"not json",
+		`{"name":"x"`,
+		`[1,2]`,
+		`{"name":"reverse","arguments":{"text":"unterminated}}`,
+		`{"name":"reverse","arguments":{"text":"bad \q escape"}}`,
+		`{"name":"reverse","arguments":{"text":"x"}} trailing`,
+		strings.Repeat("[", 100000),
+		`{"name":` + strings.Repeat(`{"a":`, 5000) + "1" + strings.Repeat("}", 5000) + "}",
+	}
+	for _, file := range []string{stringTools, wordCount, unitConvert} {
+		t.Run(file, func(t *testing.T) {
+			m := load(t, h, file, "")
+			for _, in := range inputs {
+				out, err := m.CallRaw(context.Background(), []byte(in))
+				if err != nil {
+					t.Errorf("input %.40q: %v", in, err)
+					continue
+				}
+				var env struct {
+					Error *abi.Error `json:"error"`
+				}
+				if err := json.Unmarshal(out, &env); err != nil || env.Error == nil || env.Error.Code != abi.CodeBadInput || env.Error.Message == "" {
+					t.Errorf("input %.40q: output %.200s, want a bad_input error envelope", in, out)
+				}
+			}
+			if m.Replaced() != 0 {
+				t.Errorf("%d instances were replaced, want 0", m.Replaced())
+			}
+		})
+	}
+}
+
 // TestSDKFaults checks what each SDK does when the plugin crashes, and its log import: a crash is a *TrapError
 // (Rust: the panic message from stderr; AssemblyScript: the abort message logged at error level), the instance is
 // replaced and the next call works; agentrt_v1.log lands in the host's logger tagged with the plugin.
