@@ -1,0 +1,194 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/sglang/emulator"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// The math-agent recipe end to end: the emulator's agentic policy writes Python for the task's arithmetic, the
+// execute_python_code tool (CPython 3.12 for WASI, sandboxed) runs it, the policy boxes the printed value, and the
+// built-in math_reward hook scores the final answer against the label. A scripted episode then drives the tool
+// into each sandbox failure (time limit, host file, socket, memory) and shows the episode carries on.
+
+// pythonWasm is CPython for WASI, installed by scripts/setup.d/60-python-wasi.sh.
+func pythonWasm(t *testing.T) string {
+	t.Helper()
+	p := os.Getenv("AGENTRT_PYTHON_WASM")
+	if p == "" {
+		t.Skip("AGENTRT_PYTHON_WASM is not set: run `make setup` and source ~/.cache/agentrt/env.sh")
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("AGENTRT_PYTHON_WASM: %v (run scripts/setup.d/60-python-wasi.sh)", err)
+	}
+	return p
+}
+
+func mathAgent(t *testing.T, timeout time.Duration) runtime.AgentConfig {
+	ac := runtime.DefaultAgent()
+	ac.Name = "math"
+	ac.Model = os.Getenv("AGENTRT_QWEN3_MODEL")
+	ac.SystemPrompt = "Solve the problem. Use execute_python_code for any computation, then give the final answer as \\boxed{answer}."
+	ac.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
+	ac.Tools = []runtime.PluginConfig{{Plugin: pythonWasm(t), Timeout: runtime.Duration{Duration: timeout}, MaxMemoryMB: 64,
+		Command: &runtime.CommandConfig{Preset: "python"}}}
+	ac.Hooks = []runtime.PluginConfig{{Plugin: "builtin:limiter", Config: map[string]any{"max_tool_iters": 8}}}
+	ac.Reward = &runtime.PluginConfig{Plugin: "builtin:math_reward"}
+	return ac
+}
+
+func newPythonHarness(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, opts ...emulator.Option) *harness {
+	t.Helper()
+	ec.StopIDs, ec.VocabSize = qwen3.StopIDs, qwen3.Tokenizer.VocabSize()
+	h := &harness{log: &syncBuffer{}}
+	emu, err := emulator.New(ec, qwen3.Tokenizer, append(opts, emulator.WithLog(h.log))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.srv = httptest.NewServer(emu)
+	t.Cleanup(h.srv.Close)
+	sc := sglang.DefaultConfig()
+	sc.Workers = []string{h.srv.URL}
+	sc.Retry = fastRetry()
+	client, err := sglang.New(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	h.agent, err = runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: client, Model: qwen3,
+		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: h.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func (h *harness) runLabeled(t *testing.T, id, prompt, label string) *tito.Trajectory {
+	t.Helper()
+	lb, _ := json.Marshal(label)
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: id, ItemID: id, GroupID: id, Label: lb,
+		Messages: []tito.Message{{Role: "user", Content: prompt}}})
+	h.check(t, tr)
+	return tr
+}
+
+func toolMessages(t *testing.T, tr *tito.Trajectory) []string {
+	var out []string
+	for _, m := range messages(t, tr) {
+		if m.Role == "tool" {
+			out = append(out, m.Content)
+		}
+	}
+	return out
+}
+
+func TestPythonToolMathEpisodes(t *testing.T) {
+	h := newPythonHarness(t, emulator.DefaultConfig(), mathAgent(t, 20*time.Second))
+	if specs := h.agent.ToolSpecs(); len(specs) != 1 || !strings.Contains(string(specs[0]), `"name":"execute_python_code"`) {
+		t.Fatalf("tool specs %s", specs)
+	}
+	tests := []struct {
+		id, task, label string
+		toolOut         string // the tool result, exactly
+		reward          float64
+		rule            string // the math_reward metric that must be 1
+	}{
+		{"int", "What is 12*7+3?", "87", "87", 1, "math_match_exact"},
+		{"float-vs-int", "What is 144/12?", "12", "12.0", 1, "math_match_exact"},
+		{"fraction", "Compute 7/8+1/2 exactly.", `\frac{11}{8}`, "1.375", 1, "math_match_numeric"},
+		{"two-exprs", "Compute (17+25)*3 and then 126-5.", "121", "126\n121", 1, "math_match_exact"},
+		{"wrong-label", "What is 2+2?", "5", "4", 0, "math_extract_boxed"},
+		{"exception", "What is 5/0?", "0", "", 0, "math_extract_none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id, func(t *testing.T) {
+			tr := h.runLabeled(t, tt.id, tt.task, tt.label)
+			wantStatus(t, tr, runtime.StatusCompleted, "")
+			results := toolMessages(t, tr)
+			if len(results) != 1 {
+				t.Fatalf("tool results %q, want one", results)
+			}
+			if tt.toolOut != "" && results[0] != tt.toolOut {
+				t.Errorf("tool result %q, want %q", results[0], tt.toolOut)
+			}
+			if tr.Reward == nil || *tr.Reward != tt.reward {
+				t.Errorf("reward %v, want %v (metrics %v)", tr.Reward, tt.reward, tr.Metrics)
+			}
+			if tr.Metrics[tt.rule] != 1 || tr.Metrics["math_correct"] != tt.reward {
+				t.Errorf("metrics %v: want %s = 1, math_correct = %v", tr.Metrics, tt.rule, tt.reward)
+			}
+			if tt.id == "exception" {
+				if !strings.HasPrefix(results[0], "Error: the program exited with status 1") ||
+					!strings.Contains(results[0], "ZeroDivisionError: division by zero") || tr.Metrics["tool_calls.error"] != 1 {
+					t.Errorf("exception: result %q, metrics %v", results[0], tr.Metrics)
+				}
+			} else if tr.Metrics["tool_calls.ok"] != 1 {
+				t.Errorf("metrics %v: want tool_calls.ok = 1", tr.Metrics)
+			}
+			plugins, _ := tr.Provenance[tito.ProvPlugins].(map[string]string)
+			if sha := plugins[mathAgent(t, 0).Tools[0].Plugin]; len(sha) != 64 {
+				t.Errorf("provenance lacks the python module's sha256: %v", tr.Provenance[tito.ProvPlugins])
+			}
+		})
+	}
+}
+
+// A scripted model drives the sandbox into every failure in one episode; each is an error result the model sees
+// and the episode goes on to a scored answer.
+func TestPythonToolSandboxFailuresKeepTheEpisodeGoing(t *testing.T) {
+	call := func(code string) string {
+		b, _ := json.Marshal(map[string]any{"name": "execute_python_code", "arguments": map[string]string{"code": code}})
+		return "<tool_call>\n" + string(b) + "\n</tool_call>"
+	}
+	replies := []string{
+		call("while True: pass"),
+		call(`print(open("/etc/passwd").read())`),
+		call(`import socket; socket.create_connection(("10.0.0.1", 80), timeout=1)`),
+		call("x = bytearray(1 << 30)"),
+		call(`open("/tmp/n.txt", "w").write("6"); print(int(open("/tmp/n.txt").read()) * 7)`),
+		`The answer is \boxed{42}.`,
+	}
+	line, _ := json.Marshal(map[string]any{"key": "sandbox", "replies": replies})
+	script, err := emulator.ParseScript(strings.NewReader(string(line) + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	h := newPythonHarness(t, ec, mathAgent(t, 2*time.Second), emulator.WithScript(script))
+	tr := h.runLabeled(t, "sandbox", "[script:sandbox] What is 6*7?", "42")
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	results := toolMessages(t, tr)
+	want := []string{
+		"Error: execution stopped at the 2s time limit",
+		"FileNotFoundError: [Errno 44] No such file or directory: '/etc/passwd'",
+		"module '_socket' has no attribute",
+		"MemoryError",
+	}
+	if len(results) != 5 {
+		t.Fatalf("%d tool results %q, want 5", len(results), results)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(results[i], "Error: ") || !strings.Contains(results[i], w) {
+			t.Errorf("result %d = %q, want an error result containing %q", i, results[i], w)
+		}
+	}
+	if results[4] != "42" {
+		t.Errorf("result after the failures = %q, want 42", results[4])
+	}
+	if tr.Metrics["tool_calls.error"] != 4 || tr.Metrics["tool_calls.ok"] != 1 {
+		t.Errorf("metrics %v: want 4 errors and 1 ok", tr.Metrics)
+	}
+	if tr.Reward == nil || *tr.Reward != 1 || tr.Metrics["math_match_exact"] != 1 {
+		t.Errorf("reward %v, metrics %v", tr.Reward, tr.Metrics)
+	}
+}
