@@ -263,23 +263,16 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plainRun returns how many leading bytes of s[i:] need no escaping in a JSON string: no control character, no
-// '"', no '\\' and (with ascii set) no byte >= 0x80. It checks 8 bytes at a time and may stop early, up to 7
-// bytes before the first byte that needs attention (callers handle the rest one byte at a time).
-func plainRun(s string, i int, ascii bool) int {
+// plainRun returns how many leading bytes of s[i:] need no escaping in a JSON string (printable ASCII other than
+// '"' and '\\'), checking 8 bytes at a time. It may stop up to 7 bytes before the first byte that needs
+// attention: callers handle the rest one byte at a time.
+func plainRun(s string, i int) int {
 	start := i
 	p := unsafe.Pointer(unsafe.StringData(s))
 	for i+8 <= len(s) {
 		// An unaligned 8-byte load (Wasm, amd64 and arm64 allow it); byte order does not matter for the test.
 		x := *(*uint64)(unsafe.Add(p, i))
-		stop := (x - ones*0x20) | ((x ^ ones*'"') - ones) | ((x ^ ones*'\\') - ones)
-		if ascii {
-			stop |= x
-		} else {
-			// x-ones*k also sets the high bit of bytes >= 0x80: mask those out (they are fine here).
-			stop &^= x
-		}
-		if stop&highs != 0 {
+		if ((x-ones*0x20)|((x^ones*'"')-ones)|((x^ones*'\\')-ones)|x)&highs != 0 {
 			break
 		}
 		i += 8
@@ -460,7 +453,7 @@ func appendQuoted(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		i += plainRun(s, i, true)
+		i += plainRun(s, i)
 		if i >= len(s) {
 			break
 		}

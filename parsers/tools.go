@@ -46,8 +46,9 @@ func (t *tool) param(name string) kind {
 }
 
 // Tools is a parsed list of tool specifications: the tool names a completion may call and their parameter
-// schemas. The zero value (or nil) means "no tools given": names are then not checked and the XML formats keep
-// every value a string. Tools is immutable after ParseTools and safe for concurrent use.
+// schemas. The zero value, nil and an empty list mean "no tools given": names are then not checked (the
+// runtime reports a call to a missing tool when it dispatches it), qwen3_coder keeps every value a string and
+// glm45 reads a value as JSON when it is JSON. Tools is immutable after ParseTools and safe for concurrent use.
 type Tools struct {
 	tools []tool
 }

@@ -215,3 +215,19 @@ func BenchmarkParseHost(b *testing.B) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-us")
 	b.ReportMetric(float64(cpu[len(cpu)/2].Nanoseconds())/1e3, "p50-cpu-us")
 }
+
+// TestParseWasmBadConfig: the module refuses a config that names no known parser, and the host reports why.
+func TestParseWasmBadConfig(t *testing.T) {
+	ctx := context.Background()
+	h, err := plugin.NewHost(ctx, plugin.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	for _, cfg := range []string{`{"parser": "mistral"}`, `{}`, `null`} {
+		_, err := h.Load(ctx, plugin.Spec{Name: "builtin:parsers", Wasm: parsers.Wasm(), Trusted: true, Config: []byte(cfg), PoolSize: 1})
+		if err == nil || !strings.Contains(err.Error(), "hermes") {
+			t.Errorf("config %s: load error %v, want one listing the parser names", cfg, err)
+		}
+	}
+}
