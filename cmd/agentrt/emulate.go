@@ -44,6 +44,8 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	modelPath := fs.String("model-path", "", "model_path reported by /model_info and /v1/models (default: --model)")
 	stopIDs := fs.String("stop-ids", "", "comma-separated stop ids (default: the model's EOS ids)")
 	logFile := fs.String("log", "", "write every request and response as JSON lines to FILE")
+	apiKey := fs.String("api-key", "", "require Authorization: Bearer KEY (SGLang's --api-key; /health stays open)")
+	incremental := fs.Bool("incremental-streaming-output", false, "SSE chunks carry deltas, as SGLang's flag of that name")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -63,6 +65,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	cfg.NonCanonicalRate, cfg.MalformedRate, cfg.ThinkRate = *nonCanonical, *malformed, *think
 	cfg.ContextLength, cfg.MaxRunningRequests, cfg.MaxQueuedRequests = *ctxLen, *maxRunning, *maxQueued
 	cfg.CacheTokens, cfg.WeightVersion = *cacheTokens, *weightVersion
+	cfg.APIKey, cfg.IncrementalStreaming = *apiKey, *incremental
 	var err error
 	if cfg.Latency, err = emulator.ParseLatency(*latency); err != nil {
 		fmt.Fprintf(io.err, "agentrt emulate: --latency: %v\n", err)

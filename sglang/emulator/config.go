@@ -189,6 +189,12 @@ type Config struct {
 	ThinkRate float64 `toml:"think_rate"`
 	// WeightVersion is the initial weight_version ("default", as SGLang).
 	WeightVersion string `toml:"weight_version"`
+	// APIKey, if set, is required as "Authorization: Bearer KEY" on every endpoint but /health and
+	// /health_generate (SGLang's --api-key): otherwise 401 {"error":"Unauthorized"}.
+	APIKey string `toml:"api_key"`
+	// IncrementalStreaming makes SSE chunks carry deltas of text, output_ids and the output logprob lists
+	// (SGLang's --incremental-streaming-output) instead of cumulative values.
+	IncrementalStreaming bool `toml:"incremental_streaming"`
 }
 
 // DefaultConfig returns the defaults: agentic policy, seed 0, Qwen3's stop ids and a 40960-token context, no

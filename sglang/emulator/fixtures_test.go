@@ -409,3 +409,67 @@ func jsonEqual(a, b any) bool {
 	y, _ := json.Marshal(b)
 	return bytes.Equal(x, y)
 }
+
+func TestShapeStreamIncremental(t *testing.T) {
+	m := qwen(t)
+	cfg := testConfig(m)
+	cfg.IncrementalStreaming = true
+	_, url := start(t, cfg, m.Tokenizer)
+	req := fixtureRequest(t)
+	req["stream"] = true
+	cum := generate(t, url, func() map[string]any { r := maps.Clone(req); r["stream"] = false; return r }())
+	post(t, url, "/flush_cache", nil) // no cache hit, like the fixture
+	r := post(t, url, "/generate", req)
+	got := sseEvents(t, r.body)
+	want := refSSE(t, "generate_stream_incremental.txt")
+	got, want = got[:len(got)-1], want[:len(want)-1]
+	var ids []int32
+	var text string
+	for i, ev := range got {
+		ref := want[1]
+		switch i {
+		case 0:
+			ref = want[0]
+		case len(got) - 1:
+			ref = want[len(want)-1]
+		}
+		var w any
+		_ = json.Unmarshal([]byte(ref), &w)
+		checkShape(t, fmt.Sprintf("event[%d]", i), w, []byte(ev))
+		var g gen
+		_ = json.Unmarshal([]byte(ev), &g)
+		if n := len(g.MetaInfo["output_token_logprobs"].([]any)); n != len(g.OutputIDs) {
+			t.Errorf("event[%d]: %d logprobs for %d delta ids", i, n, len(g.OutputIDs))
+		}
+		ids = append(ids, g.OutputIDs...)
+		text += g.Text
+		if g.num("completion_tokens") != len(ids) || g.num("output_token_logprobs_length") != len(ids) {
+			t.Errorf("event[%d]: completion_tokens %d, output_token_logprobs_length %d, want cumulative %d", i, g.num("completion_tokens"), g.num("output_token_logprobs_length"), len(ids))
+		}
+	}
+	if !slices.Equal(ids, cum.OutputIDs) || text != cum.Text {
+		t.Errorf("deltas add up to %v %q, want %v %q", ids, text, cum.OutputIDs, cum.Text)
+	}
+}
+
+func TestAPIKey(t *testing.T) {
+	m := qwen(t)
+	cfg := testConfig(m)
+	cfg.APIKey = "sekret"
+	_, url := start(t, cfg, m.Tokenizer)
+	fx := refFixture(t, "error_unauthorized.json")
+	r := post(t, url, "/generate", map[string]any{"input_ids": []int{1}})
+	if r.status != http.StatusUnauthorized || !jsonEqualRaw(fx["body"], r.body) {
+		t.Errorf("no key: %d %s", r.status, r.body)
+	}
+	if r := get(t, url, "/health"); r.status != http.StatusOK {
+		t.Errorf("/health needs no key: %d", r.status)
+	}
+	req, _ := http.NewRequest(http.MethodGet, url+"/model_info", nil)
+	req.Header.Set("Authorization", "Bearer sekret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("with the key: %v %v", err, resp.Status)
+	}
+	resp.Body.Close()
+}

@@ -25,6 +25,8 @@ type outcome struct {
 	stopText  string // text for a stop-string finish (cut at the string, or kept with no_stop_trim)
 	recv      time.Time
 	sentFirst bool
+	sentN     int    // incremental streaming: ids already sent
+	sentText  string // incremental streaming: text already sent
 
 	waitingAbort bool   // aborted in the waiting queue
 	schedAbort   string // scheduler-side 400 abort (logprob_start_len)
@@ -254,6 +256,9 @@ func (s *Server) writeEvent(w http.ResponseWriter, req *genRequest, o *outcome, 
 	if req.batch {
 		idx := o.it.index
 		resp.Index = &idx
+	}
+	if s.cfg.IncrementalStreaming {
+		toDelta(resp, o, n)
 	}
 	buf := append(make([]byte, 0, 1024), "data: "...)
 	buf = appendResponse(buf, resp)
@@ -816,4 +821,33 @@ func (s *Server) idsLogprobs(req *genRequest, a, b []int32, p int, ids []int32) 
 		l[i] = s.entry(req, Logprob(w[:nw], id), false, id)
 	}
 	return l
+}
+
+// toDelta turns a cumulative chunk into an incremental one (--incremental-streaming-output): text, output_ids
+// and the output logprob lists hold what is new since the last chunk; output_token_logprobs_length,
+// completion_tokens and the input lists stay cumulative.
+func toDelta(r *genResponse, o *outcome, n int) {
+	m, ok := r.MetaInfo.(*metaInfo)
+	if !ok {
+		return
+	}
+	from := min(o.sentN, n)
+	r.OutputIDs = r.OutputIDs[from:]
+	text := r.Text
+	if strings.HasPrefix(text, o.sentText) {
+		r.Text = text[len(o.sentText):]
+	} else {
+		r.Text = text[min(len(o.sentText), len(text)):]
+	}
+	if m.OutputTokenLogprobs != nil {
+		d := (*m.OutputTokenLogprobs)[from:]
+		m.OutputTokenLogprobs = &d
+	}
+	for _, p := range []**topLists{&m.OutputTopLogprobs, &m.OutputTokenIDsLogprobs} {
+		if *p != nil {
+			d := (**p)[from:]
+			*p = &d
+		}
+	}
+	o.sentN, o.sentText = n, text
 }

@@ -138,6 +138,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Unlock()
 		s.inflight.Done()
 	}()
+	if s.cfg.APIKey != "" && !strings.HasPrefix(r.URL.Path, "/health") && r.Header.Get("Authorization") != "Bearer "+s.cfg.APIKey {
+		writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "Unauthorized"})
+		return
+	}
 	if s.opts.log == nil {
 		s.mux.ServeHTTP(w, r)
 		return
