@@ -198,6 +198,9 @@ func TestWeightVersion(t *testing.T) {
 	if mi["weight_version"] != "step_100" || srv.WeightVersion() != "step_100" {
 		t.Errorf("/model_info weight_version %v", mi["weight_version"])
 	}
+	if r := post(t, url, "/update_weights_from_distributed", map[string]any{"names": []string{"w"}, "weight_version": "step_101"}); r.status != http.StatusOK || srv.WeightVersion() != "step_101" {
+		t.Errorf("update_weights_from_distributed: %d %s, version %s", r.status, r.body, srv.WeightVersion())
+	}
 	if r := post(t, url, "/update_weights_from_disk", map[string]any{}); r.status != http.StatusBadRequest {
 		t.Errorf("update without model_path: %d", r.status)
 	}

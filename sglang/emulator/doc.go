@@ -12,7 +12,9 @@
 // POST|PUT /generate (single, batch `input_ids: [[...]]` or `text: [...]`, `sampling_params.n > 1`, SSE
 // streaming with cumulative chunks and `data: [DONE]`), GET /health, /health_generate, /model_info,
 // /server_info, /v1/models, POST /abort_request, /pause_generation, /continue_generation, GET|POST /flush_cache,
-// POST /update_weights_from_disk, /update_weight_version, /tokenize, /detokenize; /get_weight_version answers
+// POST /update_weights_from_disk, /update_weight_version, /update_weights_from_tensor,
+// /update_weights_from_distributed, /init_weights_update_group, /destroy_weights_update_group (accepted; only
+// weight_version and the cache flush act), /tokenize, /detokenize; /get_weight_version answers
 // 404 as SGLang does. Bad input gets SGLang's status codes and bodies: 400 {"object":"error",...,"type":"Bad
 // Request"} for a body that fails validation, 400 {"error":{"message":...}} for ValueErrors (no input, empty
 // input_ids, SamplingParams.verify, context length), 500 "Internal Server Error" for an unknown sampling_params

@@ -104,6 +104,10 @@ func New(cfg Config, tok Tokenizer, opts ...Option) (*Server, error) {
 	m.HandleFunc("POST /flush_cache", s.handleFlush)
 	m.HandleFunc("POST /update_weights_from_disk", s.handleUpdateWeights)
 	m.HandleFunc("POST /update_weight_version", s.handleUpdateWeightVersion)
+	m.HandleFunc("POST /update_weights_from_tensor", s.handleUpdateWeightsOther)
+	m.HandleFunc("POST /update_weights_from_distributed", s.handleUpdateWeightsOther)
+	m.HandleFunc("POST /init_weights_update_group", s.handleUpdateWeightsOther)
+	m.HandleFunc("POST /destroy_weights_update_group", s.handleUpdateWeightsOther)
 	m.HandleFunc("/get_weight_version", s.handleDeprecatedWeightVersion)
 	m.HandleFunc("/weight_version", s.handleDeprecatedWeightVersion)
 	m.HandleFunc("POST /tokenize", s.handleTokenize)
@@ -508,6 +512,31 @@ func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 		s.cache.flush()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Succeeded to update model weights.", "num_paused_requests": 0})
+}
+
+// handleUpdateWeightsOther accepts the tensor and distributed weight-update calls: there are no weights, so
+// only weight_version, flush_cache and abort_all_requests act.
+func (s *Server) handleUpdateWeightsOther(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		WeightVersion    *string `json:"weight_version"`
+		AbortAllRequests bool    `json:"abort_all_requests"`
+		FlushCache       *bool   `json:"flush_cache"`
+	}
+	if _, ok := decodeBody(w, r, &req); !ok {
+		return
+	}
+	if req.AbortAllRequests {
+		s.abortAll()
+	}
+	s.mu.Lock()
+	if req.WeightVersion != nil {
+		s.weightVersion = *req.WeightVersion
+	}
+	s.mu.Unlock()
+	if strings.HasPrefix(r.URL.Path, "/update_weights") && (req.FlushCache == nil || *req.FlushCache) {
+		s.cache.flush()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Succeeded (emulator: no weights to load)."})
 }
 
 func (s *Server) handleUpdateWeightVersion(w http.ResponseWriter, r *http.Request) {
