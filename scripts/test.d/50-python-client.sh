@@ -13,7 +13,7 @@ rm -rf "$tmp/src/build" "$tmp/src"/*.egg-info
 "$venv/bin/pip" install --quiet --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall "$tmp/src"
 cd "$root/clients/python"
 set +e
-AGENTRT_DEVSERVER="$tmp/devserver" "$venv/bin/pytest" -q -p no:cacheprovider tests
+AGENTRT_DEVSERVER="$tmp/devserver" AGENTRT_BIN="${AGENTRT_BIN:-$root/bin/agentrt}" "$venv/bin/pytest" -q -p no:cacheprovider tests
 rc=$?
 set -e
 if [[ $rc -eq 5 ]]; then

@@ -1,0 +1,150 @@
+"""End to end against the real thing: `agentrt emulate` (the SGLang stand-in, real Qwen3 tokenizer) and
+`agentrt serve` (the runtime, built-in Wasm parser, calculator and limiter) as subprocesses, over real sockets.
+
+Needs AGENTRT_BIN (a built bin/agentrt) and AGENTRT_QWEN3_MODEL; scripts/test.d/50-python-client.sh sets both.
+Every trajectory is checked for the invariants a trainer relies on, and every logprob is recomputed with the
+emulator's published scoring function (sglang/emulator/logprob.go).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from agentrt_client import Client, to_slime_sample
+from helpers import run_async
+
+BIN = os.environ.get("AGENTRT_BIN", "")
+MODEL = os.environ.get("AGENTRT_QWEN3_MODEL", "")
+
+
+def emulator_logprob(prefix: list[int], tid: int) -> float:
+    h = 0xCBF29CE484222325
+    for x in list(prefix[-3:]) + [tid]:
+        for b in (x & 0xFFFFFFFF).to_bytes(4, "little"):
+            h = ((h ^ b) * 0x100000001B3) & 0xFFFFFFFFFFFFFFFF
+    u = (h >> 11) * 2.0**-53
+    return -10.0 * u * u * u
+
+
+def check_trajectory(t: dict) -> None:
+    ids, mask, lps = t["token_ids"], t["loss_mask"], t["logprobs"]
+    assert len(ids) == len(mask) == len(lps) > 0
+    assert lps[0] is None
+    for p in range(1, len(ids)):
+        assert lps[p] == emulator_logprob(ids[max(0, p - 3) : p], ids[p]), f"logprob {p}"
+    off = 0
+    for s in t["segments"]:
+        assert s["offset"] == off
+        want = 1 if s["kind"] == "response" else 0
+        assert all(m == want for m in mask[off : off + s["length"]])
+        off += s["length"]
+    assert off == len(ids)
+    assert t["segments"][-1]["kind"] == "response"
+
+
+class Proc:
+    def __init__(self, args: list[str]):
+        self.args = args
+        self.proc: subprocess.Popen | None = None
+
+    def start(self, marker: str) -> str:
+        self.proc = subprocess.Popen([BIN, *self.args], stdout=subprocess.PIPE, stderr=sys.stderr, text=True)
+        line = self.proc.stdout.readline().strip()
+        if marker not in line:
+            self.proc.kill()
+            raise RuntimeError(f"{self.args[0]} did not start: {line!r}")
+        return line
+
+    def kill9(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture
+def stack(tmp_path: pathlib.Path):
+    if not BIN or not MODEL:
+        pytest.fail("set AGENTRT_BIN and AGENTRT_QWEN3_MODEL (scripts/test.d/50-python-client.sh does)")
+    emu = Proc(["emulate", "--model", MODEL, "--addr", "127.0.0.1:0", "--seed", "5"])
+    emu_url = emu.start("http://")
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    cfg = (repo / "runtime.toml").read_text()
+    cfg = cfg.replace('workers = ["emulator"]', f'workers = ["{emu_url}"]')
+    cfg = cfg.replace('spool_dir = "~/.cache/agentrt/spool"', f'spool_dir = "{tmp_path / "spool"}"')
+    cfg = cfg.replace('model = "~/.cache/agentrt/models/qwen3"', f'model = "{MODEL}"')
+    assert emu_url in cfg and str(tmp_path) in cfg
+    (tmp_path / "runtime.toml").write_text(cfg)
+    servers: list[Proc] = []
+
+    def serve(addr: str = "127.0.0.1:0") -> str:
+        p = Proc(["serve", str(tmp_path / "runtime.toml"), "--addr", addr, "--log-level", "warn"])
+        line = p.start("listening on")
+        servers.append(p)
+        return line.split("WebSocket ")[1].split(")")[0]
+
+    yield serve, servers
+    for s in servers:
+        s.stop()
+    emu.stop()
+
+
+def test_serve_end_to_end(stack):
+    serve, _ = stack
+    url = serve()
+
+    @run_async
+    async def body():
+        async with Client(url, "e2e") as c:
+            items = [{"id": f"q{i}", "messages": [{"role": "user", "content": f"What is {i}*7+3?"}], "label": str(i * 7 + 3)} for i in range(6)]
+            trajs = await c.run(items, n=2, timeout=45)
+            assert len(trajs) == 12
+            groups = {}
+            for t in trajs:
+                check_trajectory(t.data)
+                assert t.status == "completed", t.data.get("error")
+                groups.setdefault(t.group_id, []).append(t.sample_index)
+                tool = [m for m in t.data["messages"] if m["role"] == "tool"]
+                assert tool and tool[0]["content"] == t.data["label"].strip('"')  # the calculator really ran
+                s = to_slime_sample(t)
+                assert s.response_length == len(t.token_ids) - t.data["segments"][0]["length"]
+            assert sorted(len(v) for v in groups.values()) == [2] * 6
+
+    body()
+
+
+def test_serve_kill9_redelivers(stack):
+    serve, servers = stack
+    url = serve()
+    addr = url.removeprefix("ws://").split("/")[0]
+
+    @run_async
+    async def body():
+        async with Client(url, "k9") as c:
+            items = [{"id": f"k{i}", "messages": [{"role": "user", "content": f"What is {i}+{i}?"}]} for i in range(4)]
+            rid = await c.submit(items, n=2)
+            await c.wait_request(rid, timeout=45)
+            got = [await c.next(timeout=10) for _ in range(8)]
+            before = sorted(t.trajectory_id for t in got)
+        servers[-1].kill9()
+        serve(addr)  # same spool, same port
+        async with Client(url, "k9") as c2:
+            assert c2.welcome.unacked == 8
+            after = sorted([(await c2.next(timeout=20)).trajectory_id for _ in range(8)])
+            assert after == before
+
+    body()
