@@ -213,7 +213,7 @@ func TestFaults(t *testing.T) {
 	serve := func(f Faults) string {
 		cfg := testConfig(m)
 		cfg.Faults = f
-		_, url := start(t, cfg, m.Tokenizer)
+		_, url := start(t, cfg, m.Tokenizer, WithLog(&syncBuffer{})) // the log path sees every fault too
 		return url
 	}
 	t.Run("503", func(t *testing.T) {
