@@ -407,6 +407,8 @@ func (t *Tokenizer) byteLevelDecode(ids []int32, skipSpecialTokens bool) string 
 
 // EncodeBatch encodes several texts in parallel (one goroutine per CPU), each as Encode would.
 func (t *Tokenizer) EncodeBatch(texts []string, addSpecialTokens bool) [][]int32 {
+	t.acquire() // panics here, in the caller's goroutine, if closed
+	t.mu.RUnlock()
 	out := make([][]int32, len(texts))
 	workers := min(runtime.GOMAXPROCS(0), len(texts))
 	if workers <= 1 {

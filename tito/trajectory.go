@@ -138,6 +138,9 @@ func (t *Trajectory) AppendPrompt(ids []int32) error {
 			return invariantErr(ErrSequence, t.turns, len(t.TokenIDs)+i, "prompt token id %d is negative", id)
 		}
 	}
+	if err := t.consistent(); err != nil {
+		return err
+	}
 	if t.Provenance == nil {
 		t.Provenance = map[string]any{}
 	}
@@ -158,8 +161,26 @@ func (t *Trajectory) AppendPrompt(ids []int32) error {
 	return nil
 }
 
+// consistent is the cheap check that the append methods run first, so that a trajectory whose exported
+// fields were changed by hand (or read from bad JSON) gets an error rather than a panic.
+func (t *Trajectory) consistent() error {
+	n := len(t.TokenIDs)
+	if len(t.LossMask) != n || len(t.Logprobs) != n || t.pending < 0 || t.pending > n {
+		return invariantErr(ErrAlignment, t.turns, -1, "the trajectory is inconsistent (len(token_ids) %d, len(loss_mask) %d, len(logprobs) %d): run Validate",
+			n, len(t.LossMask), len(t.Logprobs))
+	}
+	if k := len(t.Segments); k > 0 {
+		if last := t.Segments[k-1]; last.Offset < 0 || last.Length < 0 || last.Offset+last.Length != n {
+			return invariantErr(ErrAlignment, t.turns, -1, "the last segment (offset %d, length %d) does not end at the trajectory's end (%d): run Validate", last.Offset, last.Length, n)
+		}
+	} else if n > 0 {
+		return invariantErr(ErrAlignment, t.turns, -1, "%d tokens and no segments: run Validate", n)
+	}
+	return nil
+}
+
 // NextRequest returns what the next /generate call must send: input_ids (the whole trajectory; the slice
-// shares memory with TokenIDs and must not be modified) and logprob_start_len: 0 on the first call, else one
+// shares memory with TokenIDs, must not be modified, and stays valid until DropPending) and logprob_start_len: 0 on the first call, else one
 // before the pending prompt tokens, so that SGLang scores each of them while the cached prefix is reused.
 func (t *Trajectory) NextRequest() (inputIDs []int32, logprobStartLen int) {
 	n := len(t.TokenIDs)
@@ -184,6 +205,9 @@ func (t *Trajectory) NextRequest() (inputIDs []int32, logprobStartLen int) {
 func (t *Trajectory) AppendResponse(r Response) error {
 	turn := t.turns
 	n := len(t.TokenIDs)
+	if err := t.consistent(); err != nil {
+		return err
+	}
 	if n == 0 {
 		return invariantErr(ErrSequence, turn, -1, "a response needs a prompt before it (the trajectory is empty)")
 	}
@@ -254,7 +278,7 @@ func (t *Trajectory) AppendResponse(r Response) error {
 // an episode that ends before its next call, and returns how many were removed.
 func (t *Trajectory) DropPending() int {
 	n := len(t.TokenIDs) - t.pending
-	if n == 0 {
+	if n == 0 || t.consistent() != nil {
 		return 0
 	}
 	t.TokenIDs = t.TokenIDs[:t.pending]
@@ -405,13 +429,15 @@ type SlimeSample struct {
 }
 
 // SlimeSample exports the trajectory for slime. A trailing prompt that was never sent is left out, so every
-// rollout_log_probs entry is a real logprob. The slices are copies.
+// rollout_log_probs entry is a real logprob. The slices are copies. Call Validate first on a trajectory that
+// was not built by the append methods: SlimeSample does not check it (it only never panics).
 func (t *Trajectory) SlimeSample() SlimeSample {
-	end := len(t.TokenIDs)
+	n := min(len(t.TokenIDs), len(t.LossMask), len(t.Logprobs)) // equal unless the trajectory is invalid
+	end := n
 	if k := len(t.Segments); k > 1 && t.Segments[k-1].Kind == KindPrompt {
-		end = t.Segments[k-1].Offset
+		end = min(max(t.Segments[k-1].Offset, 0), n)
 	}
-	start := min(t.PromptLength(), end)
+	start := min(max(t.PromptLength(), 0), end)
 	return SlimeSample{
 		Tokens:          slices.Clone(t.TokenIDs[:end]),
 		ResponseLength:  end - start,

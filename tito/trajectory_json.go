@@ -258,6 +258,8 @@ func (t *Trajectory) restoreState() {
 	n := len(t.TokenIDs)
 	t.pending = n
 	if k := len(t.Segments); k > 0 && t.Segments[k-1].Kind == KindPrompt && len(t.Logprobs) == n && n > 0 && math.IsNaN(t.Logprobs[n-1]) {
-		t.pending = t.Segments[k-1].Offset
+		if off := t.Segments[k-1].Offset; off >= 0 && off < n { // an invalid offset is left to Validate
+			t.pending = off
+		}
 	}
 }

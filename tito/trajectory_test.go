@@ -215,6 +215,25 @@ func TestAppendPrompt(t *testing.T) {
 	if tr.TokenIDs[0] != 3 {
 		t.Error("AppendPrompt kept the caller's slice")
 	}
+	t.Run("inconsistent trajectory is refused, not a panic", func(t *testing.T) {
+		for name, broken := range map[string]func(tr *Trajectory){
+			"short mask":       func(tr *Trajectory) { tr.LossMask = tr.LossMask[:1] },
+			"no segments":      func(tr *Trajectory) { tr.Segments = nil },
+			"segment past end": func(tr *Trajectory) { tr.Segments[len(tr.Segments)-1].Length++ },
+		} {
+			tr := trTwoTurns(t)
+			broken(tr)
+			if err := tr.AppendPrompt([]int32{1}); !errors.Is(err, ErrAlignment) {
+				t.Errorf("%s: AppendPrompt err = %v, want ErrAlignment", name, err)
+			}
+			if err := tr.AppendResponse(trResponse(tr, []int32{1})); !errors.Is(err, ErrAlignment) {
+				t.Errorf("%s: AppendResponse err = %v, want ErrAlignment", name, err)
+			}
+			if n := tr.DropPending(); n != 0 {
+				t.Errorf("%s: DropPending = %d", name, n)
+			}
+		}
+	})
 	var zero Trajectory // the zero value works too
 	mustNoErr(t, zero.AppendPrompt([]int32{1}))
 	mustNoErr(t, zero.AppendResponse(trResponse(&zero, []int32{2})))
@@ -511,4 +530,50 @@ func TestTrajectoryHammer(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// FuzzTrajectoryUnmarshal feeds arbitrary JSON to UnmarshalJSON: it never panics, and neither do Validate,
+// SlimeSample, Audit, DropPending or the append methods on what it returns; a trajectory that validates can be
+// appended to and still validates.
+func FuzzTrajectoryUnmarshal(f *testing.F) {
+	tr := NewTrajectory()
+	steps := []func() error{
+		func() error { return tr.AppendPrompt([]int32{1, 2, 3}) },
+		func() error { return tr.AppendResponse(trResponse(tr, []int32{4, 5})) },
+		func() error { return tr.AppendPrompt([]int32{6, 7}) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			f.Fatal(err)
+		}
+		seed, _ := json.Marshal(tr)
+		f.Add(seed)
+	}
+	f.Add([]byte(`{"token_ids":[1,2],"loss_mask":[0,1],"logprobs":[null,-1],"segments":[{"kind":"prompt","offset":5,"length":-3,"turn":0}]}`))
+	f.Add([]byte(`{"token_ids":[1],"loss_mask":[],"logprobs":[null],"segments":[]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var tr Trajectory
+		if json.Unmarshal(data, &tr) != nil {
+			return
+		}
+		valid := tr.Validate() == nil
+		tr.SlimeSample()
+		tr.Audit(nil)
+		_ = tr.AppendPrompt([]int32{1, 2})
+		if valid {
+			if err := tr.Validate(); err != nil {
+				t.Fatalf("valid trajectory + AppendPrompt: %v", err)
+			}
+			if err := tr.AppendResponse(trResponse(&tr, []int32{3})); err != nil {
+				t.Fatalf("valid trajectory + AppendResponse: %v", err)
+			}
+			if err := tr.Validate(); err != nil {
+				t.Fatalf("after AppendResponse: %v", err)
+			}
+		} else {
+			_ = tr.AppendResponse(trResponse(&tr, []int32{3}))
+		}
+		tr.DropPending()
+		tr.SlimeSample()
+	})
 }
