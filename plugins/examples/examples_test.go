@@ -417,6 +417,70 @@ func TestMalformedInput(t *testing.T) {
 	}
 }
 
+// TestSDKHooks checks the hook side of every SDK with one test plugin each (testdata/hook*): subscriptions, the
+// reward, metrics and state at episode_end, cancel_tool and stop at before_tool_call, an error envelope as a
+// *GuestError, and a refused config failing the load.
+func TestSDKHooks(t *testing.T) {
+	h := newHost(t)
+	idx := func(i int) *abi.Event {
+		return &abi.Event{Event: abi.EventBeforeToolCall, EpisodeID: "ep", Turn: 1,
+			ToolCall: &abi.ToolCall{Name: "search", Arguments: abi.RawJSON(`{}`), Index: &i}}
+	}
+	end := &abi.Event{Event: abi.EventEpisodeEnd, EpisodeID: "ep", Turn: 3, Status: abi.StatusCompleted,
+		Counts: abi.Counts{ToolCalls: 4}}
+	for _, file := range []string{"testdata/hook_c.wasm", "testdata/hook_rust.wasm", "testdata/hook_as.wasm"} {
+		t.Run(file, func(t *testing.T) {
+			ctx := context.Background()
+			hk, err := load(t, h, file, `{"any":"table"}`).Hook()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := hk.Events(); !slices.Equal(got, []string{abi.EventEpisodeEnd, abi.EventBeforeToolCall}) {
+				t.Errorf("Events() = %v", got)
+			}
+			tests := []struct {
+				name string
+				ev   *abi.Event
+				want abi.HookResponse
+			}{
+				{"episode_end", end, abi.HookResponse{Reward: f64(1), Metrics: map[string]float64{"turns": 3}, State: abi.RawJSON(`{"n":4}`)}},
+				{"first call", idx(0), abi.HookResponse{}},
+				{"second call", idx(1), abi.HookResponse{CancelTool: ptr("one call per turn")}},
+				{"sixth call", idx(5), abi.HookResponse{CancelTool: ptr("one call per turn"), Stop: &abi.Stop{Reason: "too_many", Message: "stop now"}}},
+				{"not subscribed", &abi.Event{Event: abi.EventMessageAdded}, abi.HookResponse{}},
+			}
+			for _, tt := range tests {
+				got, err := hk.Handle(ctx, tt.ev)
+				if err != nil {
+					t.Errorf("%s: %v", tt.name, err)
+					continue
+				}
+				if !reflect.DeepEqual(got, tt.want) {
+					gs, _ := json.Marshal(got)
+					ws, _ := json.Marshal(tt.want)
+					t.Errorf("%s: response %s, want %s", tt.name, gs, ws)
+				}
+			}
+			_, err = hk.Handle(ctx, idx(9))
+			var ge *plugin.GuestError
+			if !errors.As(err, &ge) || ge.Code != "too_far" || !strings.HasPrefix(ge.Message, "tool call index 9") {
+				t.Errorf("index 9: error %v, want a *GuestError too_far", err)
+			}
+			wasm, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = h.Load(ctx, plugin.Spec{Name: file, Wasm: wasm, Config: []byte(`[1]`), PoolSize: 1})
+			var le *plugin.LoadError
+			if !errors.As(err, &le) || !errors.As(err, &ge) || ge.Code != abi.CodeBadConfig || ge.Message != "config must be a table" {
+				t.Errorf("load with config [1]: error %v, want a *LoadError wrapping a bad_config *GuestError", err)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
 // TestSDKFaults checks what each SDK does when the plugin crashes, and its log import: a crash is a *TrapError
 // (Rust: the panic message from stderr; AssemblyScript: the abort message logged at error level), the instance is
 // replaced and the next call works; agentrt_v1.log lands in the host's logger tagged with the plugin.

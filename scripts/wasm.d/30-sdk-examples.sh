@@ -48,3 +48,7 @@ build_rust plugins/examples/rust-reward/reward.wasm plugins/examples/rust-reward
 build_c plugins/examples/testdata/fault_c.wasm plugins/examples/testdata/fault.c
 build_rust plugins/examples/testdata/fault_rust.wasm plugins/examples/testdata/fault.rs
 build_as plugins/examples/testdata/fault_as.wasm plugins/examples/testdata/fault-as/assembly/index.ts
+# Test plugins of plugins/examples TestSDKHooks (the hook side of each SDK).
+build_c plugins/examples/testdata/hook_c.wasm plugins/examples/testdata/hook.c
+build_rust plugins/examples/testdata/hook_rust.wasm plugins/examples/testdata/hook.rs
+build_as plugins/examples/testdata/hook_as.wasm plugins/examples/testdata/hook-as/assembly/index.ts
