@@ -126,6 +126,8 @@ func appendLogprobs(b []byte, l []float64) ([]byte, error) {
 			b = append(b, "null"...)
 		case math.IsInf(f, 0):
 			return nil, fmt.Errorf("tito: logprobs[%d] is %v, which JSON cannot carry", i, f)
+		case f == 0 && math.Signbit(f):
+			b = append(b, "-0.0"...) // "-0" would read back as the integer 0 in Python, losing the sign bit
 		default:
 			b = strconv.AppendFloat(b, f, 'g', -1, 64)
 		}

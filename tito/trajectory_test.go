@@ -1,10 +1,14 @@
 package tito
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"os/exec"
 	"slices"
 	"sort"
 	"strings"
@@ -576,4 +580,41 @@ func FuzzTrajectoryUnmarshal(f *testing.F) {
 		tr.DropPending()
 		tr.SlimeSample()
 	})
+}
+
+// TestTrajectoryJSONReadByPython checks that Python's json module (what trainers use) reads every logprob of
+// AppendJSON's output back to the same float64 bits, negative zero and subnormals included.
+func TestTrajectoryJSONReadByPython(t *testing.T) {
+	py := os.Getenv("AGENTRT_GOLDEN_PYTHON")
+	if py == "" {
+		t.Skip("$AGENTRT_GOLDEN_PYTHON is not set")
+	}
+	tr := NewTrajectory()
+	mustNoErr(t, tr.AppendPrompt([]int32{1, 2}))
+	out := []float64{-5e-324, math.Copysign(0, -1), 0, -1.0 / 3, -1e-7, -123456789.123, -2.2250738585072014e-308, -1, -1e300, math.Nextafter(-0.5, -1)}
+	ids := make([]int32, len(out))
+	r := trResponse(tr, ids)
+	r.OutputLogprobs = out
+	mustNoErr(t, tr.AppendResponse(r))
+	b, err := tr.AppendJSON(nil)
+	mustNoErr(t, err)
+	cmd := exec.Command(py, "-c", `import json, struct, sys
+d = json.load(sys.stdin)
+print(" ".join("null" if x is None else "%016x" % struct.unpack("<Q", struct.pack("<d", float(x)))[0] for x in d["logprobs"]))`)
+	cmd.Stdin = bytes.NewReader(b)
+	got, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("python: %v", err)
+	}
+	var want []string
+	for i, f := range tr.Logprobs {
+		if i == 0 {
+			want = append(want, "null")
+			continue
+		}
+		want = append(want, fmt.Sprintf("%016x", math.Float64bits(f)))
+	}
+	if strings.TrimSpace(string(got)) != strings.Join(want, " ") {
+		t.Errorf("Python read\n%s\nwant\n%s", got, strings.Join(want, " "))
+	}
 }
