@@ -42,7 +42,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	agentName := fs.String("agent", "", "agent to run (default: the only one in CONFIG)")
 	concurrency := fs.Int("concurrency", 0, "episodes in flight (default: server.concurrency from CONFIG)")
 	n := fs.Int("n", 0, "samples per prompt, for prompts that do not say (default 1)")
-	quiet := fs.Bool("quiet", false, "no progress bar")
+	quiet := fs.Bool("quiet", false, "no progress bar (there is none when stderr is not a terminal)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
 	fs.Usage = func() { fmt.Fprint(io.err, runUsage); fs.PrintDefaults() }
 	cfgPath, rest := splitPositional(args)
@@ -134,7 +134,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	}
 	var bar *progressbar.ProgressBar
 	var progress func(runtime.Stats)
-	if !*quiet {
+	if !*quiet && isTerminal(io.err) {
 		bar = progressbar.NewOptions(len(eps), progressbar.OptionSetWriter(io.err), progressbar.OptionSetWidth(20),
 			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
 		progress = func(s runtime.Stats) {
@@ -241,4 +241,12 @@ func finishedIDs(out string) (map[string]bool, error) {
 	return done, nil
 }
 
-var _ io.Writer = (*bufio.Writer)(nil)
+// isTerminal reports whether w is a terminal (progress bars only make sense there).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
