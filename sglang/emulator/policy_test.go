@@ -432,3 +432,25 @@ func TestLogPrefixInvariant(t *testing.T) {
 		t.Errorf("last record %+v", recs[ep.turns+1])
 	}
 }
+
+// TestAgenticPythonTool: with a Python tool and no calculator, one call whose code prints each expression,
+// then an answer with the last printed value boxed (the path runtime/python_e2e_test.go relies on).
+func TestAgenticPythonTool(t *testing.T) {
+	m := qwen(t)
+	_, url := start(t, testConfig(m), m.Tokenizer)
+	pyTool := `{"type": "function", "function": {"name": "execute_python_code", "description": "Run Python", "parameters": {"type": "object", "properties": {"code": {"type": "string"}}, "required": ["code"]}}}`
+	ids := qwenIDs(m, "Compute 12*7 and (3+4)/2.", pyTool)
+	g := generate(t, url, map[string]any{"input_ids": ids})
+	calls, err := parseCalls(FormatHermes, g.Text)
+	if err != nil || len(calls) != 1 || calls[0].Name != "execute_python_code" || calls[0].Args["code"] != "print(12*7)\nprint((3+4)/2)\n" {
+		t.Fatalf("python call: %q %v", g.Text, err)
+	}
+	next := append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn("84\n3.5"), false)...)
+	if g := generate(t, url, map[string]any{"input_ids": next}); g.Text != "12*7 = 84\n(3+4)/2 = 3.5\nThe answer is \\boxed{3.5}." {
+		t.Errorf("python answer: %q", g.Text)
+	}
+	next = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn("Error: NameError"), false)...)
+	if g := generate(t, url, map[string]any{"input_ids": next}); strings.Contains(g.Text, "boxed") {
+		t.Errorf("failed run: %q", g.Text)
+	}
+}
