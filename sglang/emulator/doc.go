@@ -52,7 +52,9 @@
 // the JSON of Llama 3's tool preamble) and the user task. With a calculator-like tool (a parameter named
 // "expression", or a name containing calc/math/eval) it calls it for every arithmetic expression of the task,
 // in one turn (parallel calls) or over several, in Config.ToolFormat (hermes, qwen3_coder, llama3; llama3 makes
-// one call per turn); with another tool it calls the first tool once with arguments made from its schema; once
+// one call per turn); without a calculator but with a Python tool (a "code" parameter, or "python" in the
+// name) it sends one program that prints each expression and boxes the last printed value in its answer; with
+// another tool it calls the first tool once with arguments made from its schema; once
 // the planned calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."). Without
 // tools it answers in a few sentences. Config.ThinkRate adds a <think> block (ChatML). The scripted policy
 // replies from a Script (ParseScript), keyed per conversation and indexed by turn.
