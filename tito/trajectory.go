@@ -420,12 +420,12 @@ func (t *Trajectory) PromptLength() int {
 // SlimeSample is a trajectory in the shape of slime's Sample (slime/utils/types.py): the response part is
 // everything after the initial prompt, up to the end of the last response.
 type SlimeSample struct {
-	Tokens          []int32   `json:"tokens"`
-	ResponseLength  int       `json:"response_length"`
-	LossMask        Mask      `json:"loss_mask"`         // over the response part: 1 on model tokens, 0 on tool/template tokens
-	RolloutLogProbs []float64 `json:"rollout_log_probs"` // over the response part, all real values
-	Reward          *float64  `json:"reward"`
-	Status          string    `json:"status"`
+	Tokens          []int32  `json:"tokens"`
+	ResponseLength  int      `json:"response_length"`
+	LossMask        Mask     `json:"loss_mask"`         // over the response part: 1 on model tokens, 0 on tool/template tokens
+	RolloutLogProbs Logprobs `json:"rollout_log_probs"` // over the response part, all real values
+	Reward          *float64 `json:"reward"`
+	Status          string   `json:"status"`
 }
 
 // SlimeSample exports the trajectory for slime. A trailing prompt that was never sent is left out, so every
@@ -442,7 +442,7 @@ func (t *Trajectory) SlimeSample() SlimeSample {
 		Tokens:          slices.Clone(t.TokenIDs[:end]),
 		ResponseLength:  end - start,
 		LossMask:        slices.Clone(t.LossMask[start:end]),
-		RolloutLogProbs: slices.Clone([]float64(t.Logprobs[start:end])),
+		RolloutLogProbs: slices.Clone(t.Logprobs[start:end]),
 		Reward:          t.Reward,
 		Status:          t.Status,
 	}
