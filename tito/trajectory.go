@@ -71,7 +71,7 @@ type Response struct {
 // A Trajectory is not safe for concurrent use; one episode owns it. The exported fields may be read freely;
 // modify the token arrays and segments only through the methods (Validate re-checks everything).
 type Trajectory struct {
-	ID           string          `json:"id,omitempty"`
+	ID           string          `json:"id"`
 	ItemID       string          `json:"item_id,omitempty"`
 	GroupID      string          `json:"group_id,omitempty"`
 	SampleIndex  int             `json:"sample_index"`
@@ -128,7 +128,8 @@ func (t *Trajectory) PendingPrompt() int { return len(t.TokenIDs) - t.pending }
 //
 // # Errors
 //
-// An *InvariantError wrapping ErrSequence when an id is negative.
+// An *InvariantError (the trajectory is left unchanged) wrapping ErrSequence when an id is negative, or
+// ErrAlignment when the trajectory's exported fields were made inconsistent by hand.
 func (t *Trajectory) AppendPrompt(ids []int32) error {
 	if len(ids) == 0 {
 		return nil
@@ -196,6 +197,7 @@ func (t *Trajectory) NextRequest() (inputIDs []int32, logprobStartLen int) {
 // # Errors
 //
 // An *InvariantError (the trajectory is left unchanged), wrapping:
+//   - ErrAlignment: the trajectory's exported fields were made inconsistent by hand (see Validate);
 //   - ErrSequence: the trajectory is empty or already ends in a response, the output is empty, or an output
 //     id is negative;
 //   - ErrPrefix: InputIDs differ from the trajectory (the error gives the first differing index);
