@@ -303,6 +303,11 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 		return Result{Outcome: OutcomeBadInput, Message: err.Error()}, nil
 	}
 	select {
+	case <-t.closed:
+		return Result{}, fmt.Errorf("command: %s: %w", t.cfg.Name, plugin.ErrClosed)
+	default:
+	}
+	select {
 	case t.slots <- struct{}{}:
 	case <-ctx.Done():
 		return Result{}, fmt.Errorf("command: %s: %w", t.cfg.Name, ctx.Err())
