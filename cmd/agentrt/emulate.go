@@ -36,6 +36,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	nonCanonical := fs.Float64("noncanonical-rate", 0, "fraction of replies with a non-canonical tokenization")
 	malformed := fs.Float64("malformed-rate", 0, "fraction of tool-calling replies with a malformed tool call")
 	think := fs.Float64("think-rate", 0, "fraction of agentic replies that open with a <think> block (ChatML)")
+	thinkWords := fs.Int("think-words", 0, "filler words in each <think> block, for long outputs (0: one sentence)")
 	ctxLen := fs.Int("context-length", def.ContextLength, "context length (max_model_len)")
 	maxRunning := fs.Int("max-running-requests", 0, "requests generating at once; the rest queue (0: unlimited)")
 	maxQueued := fs.Int("max-queued-requests", 0, "queue bound; beyond it /generate answers 503 (0: unlimited)")
@@ -65,7 +66,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	cfg.NonCanonicalRate, cfg.MalformedRate, cfg.ThinkRate = *nonCanonical, *malformed, *think
 	cfg.ContextLength, cfg.MaxRunningRequests, cfg.MaxQueuedRequests = *ctxLen, *maxRunning, *maxQueued
 	cfg.CacheTokens, cfg.WeightVersion = *cacheTokens, *weightVersion
-	cfg.APIKey, cfg.IncrementalStreaming = *apiKey, *incremental
+	cfg.APIKey, cfg.IncrementalStreaming, cfg.ThinkWords = *apiKey, *incremental, *thinkWords
 	var err error
 	if cfg.Latency, err = emulator.ParseLatency(*latency); err != nil {
 		fmt.Fprintf(io.err, "agentrt emulate: --latency: %v\n", err)

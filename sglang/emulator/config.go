@@ -187,6 +187,9 @@ type Config struct {
 	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML only, and
 	// never when the generation prompt already closed the think block).
 	ThinkRate float64 `toml:"think_rate"`
+	// ThinkWords pads each <think> block with about this many words of filler reasoning (for benchmarks that
+	// need long outputs; 0 keeps it to one sentence).
+	ThinkWords int `toml:"think_words"`
 	// WeightVersion is the initial weight_version ("default", as SGLang).
 	WeightVersion string `toml:"weight_version"`
 	// APIKey, if set, is required as "Authorization: Bearer KEY" on every endpoint but /health and
@@ -235,8 +238,8 @@ func (c *Config) Validate() error {
 	if c.VocabSize < 2 {
 		return fmt.Errorf("emulator: vocab_size %d: want at least 2", c.VocabSize)
 	}
-	if c.MaxRunningRequests < 0 || c.MaxQueuedRequests < 0 || c.CacheTokens < 0 {
-		return fmt.Errorf("emulator: max_running_requests, max_queued_requests and cache_tokens must be >= 0")
+	if c.MaxRunningRequests < 0 || c.MaxQueuedRequests < 0 || c.CacheTokens < 0 || c.ThinkWords < 0 {
+		return fmt.Errorf("emulator: max_running_requests, max_queued_requests, cache_tokens and think_words must be >= 0")
 	}
 	if c.Latency.Fixed < 0 || c.Latency.PerPromptToken < 0 || c.Latency.PerOutputToken < 0 {
 		return fmt.Errorf("emulator: latency durations must be >= 0")

@@ -205,7 +205,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	var think string
 	if c.format == chatML && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
 		(c.open == nil || !strings.Contains(c.open.content, "</think>")) {
-		think = "<think>\n"
+		think = "<think>\n" + thinkFiller(s.cfg.ThinkWords, rng)
 	}
 	var batches [][]call
 	calc, param, hasCalc := calculatorTool(c.tools)
@@ -462,4 +462,22 @@ func renderCalls(format string, cs []call, malformed int) string {
 		return strings.Join(parts, "; ")
 	}
 	return strings.Join(parts, "\n")
+}
+
+// thinkFiller is n words of plausible reasoning, then a newline (nothing for n = 0).
+func thinkFiller(n int, rng *rand.Rand) string {
+	if n <= 0 {
+		return ""
+	}
+	words := strings.Fields("let me think about the question carefully first the user wants a precise result so I " +
+		"should check each step and the numbers before I answer this seems right but I will verify it again")
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(words[rng.IntN(len(words))])
+	}
+	b.WriteString(".\n")
+	return b.String()
 }

@@ -283,6 +283,13 @@ func TestAgenticThink(t *testing.T) {
 	if calls, err := parseCalls(FormatHermes, g.Text); err != nil || len(calls) != 1 {
 		t.Errorf("think then call: %v %v", calls, err)
 	}
+	// think_words pads the block
+	cfg.ThinkWords = 500
+	_, url2 := start(t, cfg, m.Tokenizer)
+	long := generate(t, url2, map[string]any{"input_ids": qwenIDs(m, "What is 6*7?", calcToolJSON)})
+	if len(long.OutputIDs) < 500 || !strings.HasPrefix(long.Text, "<think>\n") {
+		t.Errorf("think_words 500: %d ids", len(long.OutputIDs))
+	}
 	// a generation prompt that already closed the think block (enable_thinking=false) gets none
 	p := strings.TrimSuffix(qwenPrompt("x", "What is 6*7?", calcToolJSON), "") + "<think>\n\n</think>\n\n"
 	g = generate(t, url, map[string]any{"input_ids": m.Tokenizer.Encode(p, false)})
