@@ -286,7 +286,7 @@ func TestAgenticThink(t *testing.T) {
 	// think_words pads the block
 	cfg.ThinkWords = 500
 	_, url2 := start(t, cfg, m.Tokenizer)
-	long := generate(t, url2, map[string]any{"input_ids": qwenIDs(m, "What is 6*7?", calcToolJSON)})
+	long := generate(t, url2, map[string]any{"input_ids": qwenIDs(m, "What is 6*7?", calcToolJSON), "sampling_params": map[string]any{"max_new_tokens": 4096}})
 	if len(long.OutputIDs) < 500 || !strings.HasPrefix(long.Text, "<think>\n") {
 		t.Errorf("think_words 500: %d ids", len(long.OutputIDs))
 	}
