@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Independent checker of trajectories against an `agentrt emulate --log` request log (stdlib only).
+
+Works for agentrt's trajectories (`agentrt run --out`) and for strands-sglang's (bench/strands_driver.py): each
+trajectory's turns are found in the log by content, not by request id (strands-sglang sets none), so the same
+check applies to both. For every trajectory it verifies:
+
+  aligned     token_ids, loss_mask and logprobs have one entry per token; segments tile the trajectory and
+              loss_mask is 1 exactly on response segments;
+  verbatim    for each response segment, the log holds a /generate request whose input_ids are the trajectory
+              up to that segment and whose output_ids are the segment, and that assistant message's text is the
+              response text as the server sent it; response logprobs are the server's output_token_logprobs;
+  prefix      consequently each request of an episode extends the previous request + its output, and the final
+              trajectory is the last request's input_ids + output_ids; every logged /generate request is claimed
+              by exactly one trajectory turn (no hidden retries or lost turns);
+  logprobs    logprobs[0] is null and every other position equals the emulator's scoring function
+              Logprob(traj[max(0,p-3):p], traj[p]) (sglang/emulator/logprob.go), bit for bit.
+
+It also reports per-turn client overhead (time from the emulator sending turn t's response to receiving turn
+t+1's request of the same episode, from the log's sent_ns/recv_ns) and, with --compare, whether two trajectory
+files hold identical (token_ids, loss_mask, logprobs) per id.
+
+usage: check.py --log EMU_LOG --trajs FILE [--compare OTHER_FILE] [--system NAME]
+Prints one JSON object; exit status 1 if any check fails (the first few failures are listed).
+"""
+import argparse
+import json
+import sys
+from collections import defaultdict
+
+_FNV_OFF = 0xCBF29CE484222325
+_FNV_PRIME = 0x100000001B3
+_M64 = 0xFFFFFFFFFFFFFFFF
+
+
+def logprob(prefix, tid):
+    """The emulator's scoring function, ported from sglang/emulator/logprob.go."""
+    h = _FNV_OFF
+    for x in list(prefix[-3:]) + [tid]:
+        for b in (x & 0xFFFFFFFF).to_bytes(4, "little"):
+            h = ((h ^ b) * _FNV_PRIME) & _M64
+    u = (h >> 11) * 2.0 ** -53
+    return -10.0 * u * u * u
+
+
+def percentile(xs, q):
+    if not xs:
+        return None
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, max(0, int(round(q / 100.0 * (len(xs) - 1)))))]
+
+
+def load_log(path):
+    """/generate records (status 200, no fault), indexed by (input_ids, output_ids)."""
+    index = defaultdict(list)
+    n = 0
+    for line in open(path):
+        r = json.loads(line)
+        if r.get("path") != "/generate":
+            continue
+        if r.get("status") != 200 or r.get("fault"):
+            continue
+        req, resp = r.get("request") or {}, r.get("response") or {}
+        if isinstance(resp, list) or isinstance(req.get("input_ids"), list) and req["input_ids"] and \
+                isinstance(req["input_ids"][0], list):
+            raise SystemExit(f"check: {path}: batched /generate requests are not supported (seq {r.get('seq')})")
+        key = (tuple(req.get("input_ids") or ()), tuple(resp.get("output_ids") or ()))
+        index[key].append(r)
+        n += 1
+    return index, n
+
+
+def normalise(t):
+    """(responses [(offset, length)], assistant texts, rids or None) for either system's trajectory."""
+    segs, out, rids = t.get("segments") or [], [], []
+    if segs and isinstance(segs[0], dict):  # agentrt
+        off = 0
+        for s in segs:
+            if s["offset"] != off:
+                raise ValueError(f"segment at {s['offset']} does not start where the previous ended ({off})")
+            if s["kind"] == "response":
+                out.append((s["offset"], s["length"]))
+                rids.append((s.get("info") or {}).get("rid"))
+            elif s["kind"] != "prompt":
+                raise ValueError(f"segment kind {s['kind']!r}")
+            off += s["length"]
+        texts = [m.get("content") for m in t.get("messages") or [] if m.get("role") == "assistant"]
+    else:  # strands-sglang: [is_output, length]
+        off = 0
+        for is_output, length in segs:
+            if is_output:
+                out.append((off, length))
+            off += length
+        rids = None
+        texts = []
+        for m in t.get("messages") or []:
+            if m.get("role") == "assistant":
+                blocks = [c["text"] for c in m.get("content") or [] if "text" in c]
+                texts.append(blocks[0] if blocks else None)
+    if off != len(t["token_ids"]):
+        raise ValueError(f"segments cover {off} tokens, the trajectory has {len(t['token_ids'])}")
+    return out, texts, rids
+
+
+def check_one(t, index, used):
+    """Checks one trajectory; returns (list of (recv_ns, sent_ns) per turn). Raises ValueError on a failure."""
+    ids, mask, lps = t["token_ids"], t["loss_mask"], t["logprobs"]
+    if not (len(ids) == len(mask) == len(lps)):
+        raise ValueError(f"lengths differ: token_ids {len(ids)}, loss_mask {len(mask)}, logprobs {len(lps)}")
+    if not ids:
+        raise ValueError("empty trajectory")
+    responses, texts, rids = normalise(t)
+    if not responses:
+        raise ValueError("no response segment")
+    want_mask = [0] * len(ids)
+    for off, n in responses:
+        want_mask[off:off + n] = [1] * n
+    if list(mask) != want_mask:
+        p = next(i for i in range(len(ids)) if mask[i] != want_mask[i])
+        raise ValueError(f"loss_mask[{p}] = {mask[p]}, segments say {want_mask[p]}")
+    if responses[-1][0] + responses[-1][1] != len(ids):
+        raise ValueError("trajectory does not end with a response (final trajectory != last input_ids + output_ids)")
+    if lps[0] is not None:
+        raise ValueError(f"logprobs[0] = {lps[0]!r}, want null")
+    for p in range(1, len(ids)):
+        want = logprob(ids[max(0, p - 3):p], ids[p])
+        if lps[p] != want:
+            raise ValueError(f"logprobs[{p}] = {lps[p]!r}, the emulator's scoring function gives {want!r}")
+    if len(texts) < len(responses):
+        raise ValueError(f"{len(responses)} response segments but {len(texts)} assistant messages")
+    times = []
+    for k, (off, n) in enumerate(responses):
+        key = (tuple(ids[:off]), tuple(ids[off:off + n]))
+        recs = index.get(key)
+        if not recs or used[key] >= len(recs):
+            raise ValueError(f"turn {k}: no logged /generate request with input_ids = trajectory[:{off}] and "
+                             f"output_ids = trajectory[{off}:{off + n}]")
+        r = recs[used[key]]
+        used[key] += 1
+        resp = r["response"]
+        if texts[k] != resp.get("text"):
+            raise ValueError(f"turn {k}: assistant message text differs from the response text the server sent")
+        olp = (resp.get("meta_info") or {}).get("output_token_logprobs")
+        if olp is not None and [e[0] for e in olp] != list(lps[off:off + n]):
+            raise ValueError(f"turn {k}: response logprobs differ from the server's output_token_logprobs")
+        if rids is not None and rids[k] is not None and r.get("rid") != rids[k]:
+            # identical requests may exist for identical samples; only a content-and-rid match is a failure
+            alt = [x for x in recs if x.get("rid") == rids[k]]
+            if not alt:
+                raise ValueError(f"turn {k}: segment rid {rids[k]!r} not in the log for this request")
+        times.append((r["recv_ns"], r["sent_ns"]))
+    return times
+
+
+def main():
+    ap = argparse.ArgumentParser(description="check trajectories against an emulator request log")
+    ap.add_argument("--log", required=True)
+    ap.add_argument("--trajs", required=True)
+    ap.add_argument("--compare")
+    ap.add_argument("--system", default="")
+    a = ap.parse_args()
+
+    index, logged = load_log(a.log)
+    used = defaultdict(int)
+    failures, status, gaps, turns, n = [], defaultdict(int), [], 0, 0
+    for lineno, line in enumerate(open(a.trajs), 1):
+        if not line.strip():
+            continue
+        t = json.loads(line)
+        n += 1
+        st = t.get("status", "")
+        status[st if not st.startswith("error") else "error"] += 1
+        if st not in ("completed", "truncated"):
+            failures.append(f"{a.trajs}:{lineno} ({t.get('id')}): status {st!r}")
+            continue
+        try:
+            times = check_one(t, index, used)
+        except ValueError as e:
+            failures.append(f"{a.trajs}:{lineno} ({t.get('id')}): {e}")
+            continue
+        turns += len(times)
+        gaps.extend((times[k + 1][0] - times[k][1]) / 1000.0 for k in range(len(times) - 1))
+    unclaimed = logged - sum(used.values())
+    if unclaimed and not failures:
+        failures.append(f"{unclaimed} logged /generate requests belong to no trajectory turn")
+    same = None
+    if a.compare:
+        other = {}
+        for line in open(a.compare):
+            if line.strip():
+                o = json.loads(line)
+                other[o["id"]] = (o["token_ids"], o["loss_mask"], o["logprobs"])
+        same = 0
+        for line in open(a.trajs):
+            if line.strip():
+                t = json.loads(line)
+                if other.get(t["id"]) == (t["token_ids"], t["loss_mask"], t["logprobs"]):
+                    same += 1
+    res = {"system": a.system, "ok": not failures, "trajectories": n, "status": dict(status), "turns": turns,
+           "logged_requests": logged, "failures": len(failures), "first_failures": failures[:5],
+           "turn_gap_us": {"n": len(gaps), "p50": percentile(gaps, 50), "p90": percentile(gaps, 90),
+                           "p99": percentile(gaps, 99), "mean": round(sum(gaps) / len(gaps), 1) if gaps else None}}
+    if same is not None:
+        res["identical_to_compare"] = same
+    print(json.dumps(res))
+    sys.exit(0 if not failures else 1)
+
+
+if __name__ == "__main__":
+    main()
