@@ -30,7 +30,7 @@ func TestParseGolden(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no golden files: %v", err)
 	}
-	cache := t.TempDir() // one wazero compilation cache for all cases: only the first compiles the module
+	cache := parseTestCache(t)
 	for _, file := range files {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			raw, err := os.ReadFile(file)
@@ -84,6 +84,17 @@ func TestParseUsage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseTestCache is the wazero compilation cache of these tests: the CLI's default (the user cache directory), so
+// that only the first run ever compiles the 3 MB module (~1 s, ~10 s under -race); wazero keys entries on the
+// module bytes, its version and the CPU, so a stale entry is never used.
+func parseTestCache(t *testing.T) string {
+	t.Helper()
+	if d := defaultWasmCacheDir(); d != "" {
+		return d
+	}
+	return t.TempDir()
 }
 
 // parseHost loads the embedded parsers module through the plugin host, as the runtime does.
@@ -142,7 +153,7 @@ func TestParseWasmMatchesNative(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache := t.TempDir() // compile once, load seven times
+	cache := parseTestCache(t)
 	for _, name := range parsers.Names() {
 		wp := parseHost(t, cache, name, specs)
 		np, _ := parsers.New(name)
@@ -219,7 +230,7 @@ func BenchmarkParseHost(b *testing.B) {
 // TestParseWasmBadConfig: the module refuses a config that names no known parser, and the host reports why.
 func TestParseWasmBadConfig(t *testing.T) {
 	ctx := context.Background()
-	h, err := plugin.NewHost(ctx, plugin.Config{})
+	h, err := plugin.NewHost(ctx, plugin.Config{CacheDir: parseTestCache(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
