@@ -87,6 +87,10 @@ type Tokenizer struct {
 	sha256    string
 	byteLevel *byteLevelTable // non-nil when the decoder is ByteLevel (GPT-2 byte mapping)
 	nulID     int32           // the id of the token for a lone U+0000, or -1
+	// nulStandIns are control characters that behave exactly as U+0000 does in a byte-level tokenizer (the
+	// pre-tokenizer classes them alike, and, like U+0000, each is a token that no merge touches), with their
+	// token ids. Encode swaps U+0000 for one the text lacks, then swaps the ids back.
+	nulStandIns []nulStandIn
 }
 
 // AddedToken is one entry of tokenizer.json's added_tokens: a token matched on raw text before the model runs.
@@ -235,7 +239,41 @@ func (t *Tokenizer) loadVocab() {
 		if id, ok := vocab[nul]; ok {
 			t.nulID = id
 		}
+		t.nulStandIns = t.findNULStandIns()
 	})
+}
+
+// findNULStandIns returns the control characters that can stand in for U+0000 when encoding (see the field).
+// It needs a byte-level tokenizer in which U+0000 itself is only ever a token of its own.
+func (t *Tokenizer) findNULStandIns() []nulStandIn {
+	if t.byteLevel == nil || t.nulID < 0 {
+		return nil
+	}
+	// merged[b]: byte b's character appears inside a longer token, i.e. some merge involves it.
+	var merged [32]bool
+	for tok := range t.vocab {
+		if len(tok) <= 2 { // one byte-level character (U+0100..U+0120 are two bytes in UTF-8)
+			continue
+		}
+		for _, r := range tok {
+			if b, ok := t.byteLevel.toByte[r]; ok && b < 32 {
+				merged[b] = true
+			}
+		}
+	}
+	if merged[0] {
+		return nil
+	}
+	var out []nulStandIn
+	for b := 1; b < 0x1C; b++ { // U+001C..U+001F count as whitespace in some regex engines: leave them out
+		if b == '\t' || b == '\n' || b == '\v' || b == '\f' || b == '\r' || merged[b] { // whitespace is classed apart
+			continue
+		}
+		if id, ok := t.vocab[string(t.byteLevel.toRune[b])]; ok {
+			out = append(out, nulStandIn{char: rune(b), id: id})
+		}
+	}
+	return out
 }
 
 // SHA256 returns the hex sha256 of the tokenizer.json bytes this tokenizer was built from.
@@ -277,9 +315,11 @@ func (t *Tokenizer) acquire() unsafe.Pointer {
 //
 // Invalid UTF-8 is replaced by U+FFFD first, one per maximal invalid sequence as Python's
 // bytes.decode("utf-8", "replace") does (Python strings cannot hold invalid UTF-8). The C ABI passes text
-// NUL-terminated, so text holding U+0000 is encoded piece by piece around each NUL, with the NUL token in
-// between; where Hugging Face's pre-tokenizer would have joined a NUL to a neighbouring character the ids can
-// differ from Python's (the text round-trips either way). Encode panics if the Tokenizer is closed.
+// NUL-terminated, so U+0000 is swapped for a control character that the tokenizer treats identically and
+// that the text lacks, and the ids swapped back (exact for byte-level BPE such as Qwen and Llama 3). Failing
+// that, the pieces between NULs are encoded separately, which can differ from Python where the
+// pre-tokenizer would have joined a NUL to its neighbours (the text round-trips either way). Encode panics if
+// the Tokenizer is closed.
 func (t *Tokenizer) Encode(text string, addSpecialTokens bool) []int32 {
 	if strings.IndexByte(text, 0) >= 0 {
 		return t.encodeWithNUL(text, addSpecialTokens)
@@ -305,8 +345,27 @@ func (t *Tokenizer) encode(text string, addSpecialTokens bool) []int32 {
 	return out
 }
 
+type nulStandIn struct {
+	char rune
+	id   int32
+}
+
 func (t *Tokenizer) encodeWithNUL(text string, addSpecialTokens bool) []int32 {
 	t.loadVocab()
+	for _, c := range t.nulStandIns {
+		if strings.ContainsRune(text, c.char) {
+			continue
+		}
+		ids := t.encode(strings.ReplaceAll(text, "\x00", string(c.char)), addSpecialTokens)
+		for i, id := range ids {
+			if id == c.id {
+				ids[i] = t.nulID
+			}
+		}
+		return ids
+	}
+	// No stand-in: encode the pieces between NULs. Exact unless the pre-tokenizer would have joined a NUL
+	// with its neighbours (a whitespace run before it, punctuation around it).
 	parts := strings.Split(text, "\x00")
 	var out []int32
 	for i, p := range parts {

@@ -188,6 +188,19 @@ func TestTokenizerEdgeCases(t *testing.T) {
 			t.Errorf("Encode(invalid utf8) = %v, want %v", got, want)
 		}
 	})
+	t.Run("NUL when every stand-in is taken", func(t *testing.T) {
+		var sb strings.Builder
+		for b := 1; b < 0x20; b++ {
+			sb.WriteByte(byte(b))
+		}
+		text := sb.String() + "a\x00b \x00\x00!"
+		if got := tk.Decode(tk.Encode(text, false), false); got != text {
+			t.Errorf("round trip = %q, want %q", got, text)
+		}
+		if n := len(tk.nulStandIns); n == 0 {
+			t.Errorf("no NUL stand-ins found for Qwen3")
+		}
+	})
 	t.Run("empty batch", func(t *testing.T) {
 		if got := tk.EncodeBatch(nil, false); len(got) != 0 {
 			t.Errorf("EncodeBatch(nil) = %v", got)

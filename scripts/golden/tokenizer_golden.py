@@ -132,6 +132,21 @@ def random_mixes(n, seed):
     return out
 
 
+def nul_mixes(n, seed):
+    """Seeded strings holding U+0000 (which tito cannot pass through the C ABI as is) next to whitespace runs,
+    punctuation and the control characters tito swaps it for."""
+    rng = random.Random(seed)
+    atoms = list("aZ9 \t\n\r'.,!?-_()<>|/\\\"") + ["é", "你", "😀", "<|im_end|>", "<|eot_id|>", "   ", "\r\n",
+                                                  "\x00", "\x00", "\x00\x00", "\x01", "\x02\x03"]
+    out = []
+    for i in range(n):
+        s = "".join(rng.choice(atoms) for _ in range(rng.randint(1, 15)))
+        if "\x00" not in s:
+            s += "\x00"
+        out.append((f"nul_random_{i:03d}", s))
+    return out
+
+
 def sha256(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
@@ -147,7 +162,7 @@ def main():
         tok = Tokenizer.from_file(path)
         auto = AutoTokenizer.from_pretrained(folder, local_files_only=True)
         cases = []
-        for cname, text in CURATED + random_mixes(120, seed=20261122):
+        for cname, text in CURATED + random_mixes(120, seed=20261122) + nul_mixes(60, seed=7):
             ids = tok.encode(text, add_special_tokens=False).ids
             ids_sp = tok.encode(text, add_special_tokens=True).ids
             for add, want in ((False, ids), (True, ids_sp)):
