@@ -86,9 +86,10 @@ func (s *syncBuffer) records(t *testing.T) []emulator.LogRecord {
 }
 
 type harness struct {
-	agent *runtime.Agent
-	log   *syncBuffer
-	srv   *httptest.Server
+	agent  *runtime.Agent
+	log    *syncBuffer
+	srv    *httptest.Server
+	client *sglang.Client
 }
 
 func defaultAgent() runtime.AgentConfig {
@@ -104,6 +105,11 @@ func defaultAgent() runtime.AgentConfig {
 }
 
 func newHarness(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, retry sglang.RetryConfig) *harness {
+	t.Helper()
+	return newHarnessWith(t, ec, ac, retry, nil)
+}
+
+func newHarnessWith(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, retry sglang.RetryConfig, gate *runtime.Gate) *harness {
 	t.Helper()
 	ec.StopIDs, ec.VocabSize = qwen3.StopIDs, qwen3.Tokenizer.VocabSize()
 	h := &harness{log: &syncBuffer{}}
@@ -121,8 +127,9 @@ func newHarness(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, retry 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
+	h.client = client
 	h.agent, err = runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: client, Model: qwen3,
-		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: h.srv.URL})
+		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: h.srv.URL, Gate: gate})
 	if err != nil {
 		t.Fatal(err)
 	}

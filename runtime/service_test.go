@@ -1,0 +1,171 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/stream"
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/sglang/emulator"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// emitter collects what a request finishes.
+type emitter struct {
+	mu  sync.Mutex
+	got []stream.Finished
+}
+
+func (e *emitter) Finish(ctx context.Context, f stream.Finished) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.got = append(e.got, f)
+	return nil
+}
+func (e *emitter) Turn(stream.TurnEvent) {}
+
+func (e *emitter) trajectories(t *testing.T) []*tito.Trajectory {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []*tito.Trajectory
+	for _, f := range e.got {
+		var tr tito.Trajectory
+		if err := json.Unmarshal(f.Trajectory, &tr); err != nil {
+			t.Fatal(err)
+		}
+		if tr.ID != f.TrajectoryID {
+			t.Errorf("trajectory id %q, finished as %q", tr.ID, f.TrajectoryID)
+		}
+		out = append(out, &tr)
+	}
+	return out
+}
+
+func newService(t *testing.T, ec emulator.Config) (*runtime.Service, *harness, *runtime.Gate) {
+	t.Helper()
+	gate := &runtime.Gate{}
+	h := newHarnessWith(t, ec, defaultAgent(), fastRetry(), gate)
+	svc, err := runtime.NewService(map[string]*runtime.Agent{"calc": h.agent}, 8, gate, h.client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc, h, gate
+}
+
+func request(id string, n int, prompts ...string) stream.RolloutRequest {
+	req := stream.RolloutRequest{ID: id, Consumer: "t"}
+	for i, p := range prompts {
+		msgs, _ := json.Marshal([]map[string]string{{"role": "user", "content": p}})
+		req.Items = append(req.Items, stream.Item{ID: string(rune('a' + i)), Messages: msgs, N: n})
+	}
+	return req
+}
+
+func TestServiceRunsRequests(t *testing.T) {
+	svc, h, _ := newService(t, emulator.DefaultConfig())
+	out := &emitter{}
+	if err := svc.Run(context.Background(), request("r1", 2, "What is 2*21?", "Compute 3+4 and 5*6."), out); err != nil {
+		t.Fatal(err)
+	}
+	trs := out.trajectories(t)
+	if len(trs) != 4 {
+		t.Fatalf("%d trajectories, want 4", len(trs))
+	}
+	for _, tr := range trs {
+		h.check(t, tr)
+		wantStatus(t, tr, runtime.StatusCompleted, "")
+		if !strings.HasPrefix(tr.GroupID, "r1/") || tr.ID != tr.GroupID+"/"+string(rune('0'+tr.SampleIndex)) {
+			t.Errorf("ids: group %q trajectory %q", tr.GroupID, tr.ID)
+		}
+	}
+}
+
+func TestServiceValidate(t *testing.T) {
+	svc, _, _ := newService(t, emulator.DefaultConfig())
+	bad := request("r", 1, "x")
+	bad.Agent = "nope"
+	if err := svc.Validate(bad); err == nil || !strings.Contains(err.Error(), `unknown agent "nope"`) {
+		t.Errorf("unknown agent: %v", err)
+	}
+	bad = request("r", 1, "x")
+	bad.Items[0].Messages = json.RawMessage(`[{"role": "robot", "content": "hi"}]`)
+	if err := svc.Validate(bad); err == nil || !strings.Contains(err.Error(), "robot") {
+		t.Errorf("bad role: %v", err)
+	}
+	bad = request("r", 1, "x")
+	bad.Sampling = json.RawMessage(`{"temprature": 0.5}`)
+	if err := svc.Validate(bad); err == nil || !strings.Contains(err.Error(), "temprature") {
+		t.Errorf("unknown sampling key: %v", err)
+	}
+	if err := svc.Validate(request("r", 1, "x")); err != nil {
+		t.Errorf("good request: %v", err)
+	}
+}
+
+func generates(t *testing.T, h *harness) int {
+	n := 0
+	for _, r := range h.log.records(t) {
+		if r.Path == "/generate" {
+			n++
+		}
+	}
+	return n
+}
+
+func TestServicePauseHoldsTurns(t *testing.T) {
+	svc, h, _ := newService(t, emulator.DefaultConfig())
+	ctx := context.Background()
+	if err := svc.Pause(ctx, sglang.PauseInPlace); err != nil {
+		t.Fatal(err)
+	}
+	out := &emitter{}
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx, request("p", 1, "What is 1+1?"), out) }()
+	time.Sleep(300 * time.Millisecond)
+	if n := generates(t, h); n != 0 {
+		t.Fatalf("%d /generate calls while paused", n)
+	}
+	if err := svc.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if trs := out.trajectories(t); len(trs) != 1 || trs[0].Status != runtime.StatusCompleted {
+		t.Fatalf("after resume: %+v", trs)
+	}
+}
+
+func TestServiceCancelAbortsOnServer(t *testing.T) {
+	ec := emulator.DefaultConfig()
+	ec.Latency = emulator.Latency{Fixed: 5 * time.Second}
+	svc, h, _ := newService(t, ec)
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &emitter{}
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx, request("c", 2, "What is 1+1?"), out) }()
+	time.Sleep(300 * time.Millisecond)
+	cancel()
+	<-done
+	trs := out.trajectories(t)
+	if len(trs) != 2 {
+		t.Fatalf("%d trajectories after cancel, want 2 (aborted ones are delivered too)", len(trs))
+	}
+	for _, tr := range trs {
+		wantStatus(t, tr, runtime.StatusAborted, runtime.ReasonAbortedByRequest)
+	}
+	aborts := 0
+	for _, r := range h.log.records(t) {
+		if r.Path == "/abort_request" {
+			aborts++
+		}
+	}
+	if aborts == 0 {
+		t.Fatal("cancelled episodes were not aborted on the SGLang side")
+	}
+}
