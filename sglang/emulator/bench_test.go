@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -93,4 +94,50 @@ func cpuTime() int64 {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// BenchmarkConcurrentLatency: 5,000 requests in flight at once against a ~1 s-per-request latency model: what
+// the emulator costs in CPU and memory to hold them. (Client and server share the process, so each request
+// takes two file descriptors; 5,000 keeps under the box's 20,000-descriptor limit.)
+func BenchmarkConcurrentLatency(b *testing.B) {
+	m := qwen(b)
+	const inflight = 5000
+	cfg := testConfig(m)
+	cfg.Latency = Latency{Fixed: 500 * time.Millisecond, PerOutputToken: 10 * time.Millisecond}
+	_, url := start(b, cfg, m.Tokenizer)
+	body, promptTokens := benchBody(b, m, url)
+	tr := &http.Transport{MaxIdleConns: inflight, MaxIdleConnsPerHost: inflight, MaxConnsPerHost: inflight}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr}
+	b.ResetTimer()
+	cpu0 := cpuTime()
+	var peak uint64
+	for i := 0; i < b.N; i++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, inflight)
+		for j := 0; j < inflight; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				resp, err := client.Post(url+"/generate", "application/json", bytes.NewReader(body))
+				if err != nil {
+					errs <- err
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			b.Fatal(err)
+		}
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peak = max(peak, ms.Sys)
+	}
+	b.ReportMetric(float64(cpuTime()-cpu0)/float64(b.N*inflight)/1e3, "cpu-us/req")
+	b.ReportMetric(float64(peak)/(1<<20), "sys-MiB")
+	b.ReportMetric(float64(promptTokens), "prompt-tokens")
 }
