@@ -69,7 +69,11 @@ func (st *state) objectCall(lo, hi int) {
 			continue
 		}
 		v := obj[m.valueLo:m.valueHi]
-		switch key := unquote(obj[m.keyLo:m.keyHi]); key {
+		key := obj[m.keyLo+1 : m.keyHi-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = unquote(obj[m.keyLo:m.keyHi])
+		}
+		switch key {
 		case "name":
 			if hasName {
 				st.fail(ReasonInvalidFormat, "", `the tool call has two "name" keys`, lo, hi)

@@ -268,12 +268,14 @@ type argsMembers struct {
 // business. It returns "" when the arguments are acceptable.
 func checkArgs(t *tool, args string, ms argsMembers) string {
 	end := ms.base + len(args)
-	for k, m := range ms.all {
+	for k := range ms.all {
+		m := &ms.all[k]
 		if m.depth != ms.depth || m.keyLo <= ms.base || m.keyLo >= end {
 			continue
 		}
 		key := args[m.keyLo-ms.base : m.keyHi-ms.base]
-		for _, prev := range ms.all[:k] {
+		for j := range k {
+			prev := &ms.all[j]
 			if prev.depth == ms.depth && prev.keyLo > ms.base && prev.keyHi-prev.keyLo == len(key) &&
 				args[prev.keyLo-ms.base:prev.keyHi-ms.base] == key {
 				return "repeated key " + key

@@ -196,13 +196,14 @@ func mustMarshal(tb testing.TB, v any) []byte {
 // BenchmarkParseHost measures one parser call through the plugin host (copy in, guest parse, envelope out,
 // host-side decode) for a 2 KB Qwen3 completion with two tool calls, and reports p50/p99 per call.
 func BenchmarkParseHost(b *testing.B) {
-	text, err := os.ReadFile("../../parsers/testdata/bench_hermes_2k.txt")
+	raw, err := os.ReadFile("../../parsers/testdata/bench_hermes_2k.txt")
 	if err != nil {
 		b.Fatal(err)
 	}
+	text := string(raw)
 	p := parseHost(b, "", "hermes", benchTools(b))
 	ctx := context.Background()
-	if r, err := p.Parse(ctx, string(text)); err != nil || len(r.Calls) != 2 {
+	if r, err := p.Parse(ctx, text); err != nil || len(r.Calls) != 2 {
 		b.Fatalf("%+v %v", r, err)
 	}
 	runtime.LockOSThread()
@@ -213,7 +214,7 @@ func BenchmarkParseHost(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0, c0 := time.Now(), threadCPU()
-		if _, err := p.Parse(ctx, string(text)); err != nil {
+		if _, err := p.Parse(ctx, text); err != nil {
 			b.Fatal(err)
 		}
 		cpu = append(cpu, threadCPU()-c0)
