@@ -300,3 +300,45 @@ func TestParseIntoReuse(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentParse: one Parser and one Tools shared by many goroutines (as the runtime shares them) give
+// every goroutine the serial results; run with -race.
+func TestConcurrentParse(t *testing.T) {
+	t.Parallel()
+	tools := mustTools(t, testTools)
+	texts := []string{
+		`<tool_call>{"name":"search","arguments":{"query":"a","topn":2}}</tool_call> x`,
+		"<think>no</think><tool_call>\n<function=search>\n<parameter=query>\nb\n</parameter>\n</function>\n</tool_call>",
+		`<tool_call>{"name":"get_weather","arguments":{"city":}}</tool_call>`,
+	}
+	for _, name := range Names() {
+		p, _ := New(name)
+		want := make([]string, len(texts))
+		for i, text := range texts {
+			want[i] = string(p.Parse(text, tools).AppendJSON(nil))
+		}
+		errs := make(chan string, 8)
+		done := make(chan struct{})
+		for g := 0; g < 8; g++ {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				var r Result
+				for round := 0; round < 50; round++ {
+					i := (g + round) % len(texts)
+					p.ParseInto(&r, texts[i], tools)
+					if got := string(r.AppendJSON(nil)); got != want[i] {
+						errs <- got
+						return
+					}
+				}
+			}()
+		}
+		for g := 0; g < 8; g++ {
+			<-done
+		}
+		close(errs)
+		for e := range errs {
+			t.Errorf("%s: concurrent result %s differs from the serial one", name, e)
+		}
+	}
+}
