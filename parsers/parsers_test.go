@@ -315,7 +315,8 @@ func TestConcurrentParse(t *testing.T) {
 		p, _ := New(name)
 		want := make([]string, len(texts))
 		for i, text := range texts {
-			want[i] = string(p.Parse(text, tools).AppendJSON(nil))
+			r := p.Parse(text, tools)
+			want[i] = string(r.AppendJSON(nil))
 		}
 		errs := make(chan string, 8)
 		done := make(chan struct{})
