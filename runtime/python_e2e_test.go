@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/config"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
@@ -190,5 +191,50 @@ func TestPythonToolSandboxFailuresKeepTheEpisodeGoing(t *testing.T) {
 	}
 	if tr.Reward == nil || *tr.Reward != 1 || tr.Metrics["math_match_exact"] != 1 {
 		t.Errorf("reward %v, metrics %v", tr.Reward, tr.Metrics)
+	}
+}
+
+// The recipe's runtime.toml decodes strictly and names the Python tool and the reward.
+func TestMathPythonExampleConfig(t *testing.T) {
+	t.Setenv("AGENTRT_PYTHON_WASM", "/opt/python.wasm")
+	cfg, err := config.Load("../examples/math-python/runtime.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := cfg.Agents[0]
+	if len(a.Tools) != 1 || a.Tools[0].Plugin != "/opt/python.wasm" || a.Tools[0].Command == nil ||
+		a.Tools[0].Command.Preset != "python" || a.Tools[0].Command.MaxOutputBytes != 8192 {
+		t.Errorf("tools %+v", a.Tools)
+	}
+	if a.Reward == nil || a.Reward.Plugin != "builtin:math_reward" {
+		t.Errorf("reward %+v", a.Reward)
+	}
+}
+
+func TestCommandToolValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		tool runtime.PluginConfig
+		want string
+	}{
+		{"no module", runtime.PluginConfig{Command: &runtime.CommandConfig{Preset: "python"}}, "is $AGENTRT_PYTHON_WASM set?"},
+		{"preset", runtime.PluginConfig{Plugin: "p.wasm", Command: &runtime.CommandConfig{Preset: "ruby"}}, `unknown preset "ruby"`},
+		{"no name", runtime.PluginConfig{Plugin: "p.wasm", Command: &runtime.CommandConfig{Args: []string{"p"}}}, "has no name"},
+		{"no args", runtime.PluginConfig{Plugin: "p.wasm", Command: &runtime.CommandConfig{Name: "p"}}, "has no args"},
+		{"builtin", runtime.PluginConfig{Plugin: "builtin:calculator", Command: &runtime.CommandConfig{Preset: "python"}}, "needs a .wasm command module"},
+		{"config", runtime.PluginConfig{Plugin: "p.wasm", Config: map[string]any{"a": 1}, Command: &runtime.CommandConfig{Preset: "python"}}, "config is for ABI plugins"},
+		{"only", runtime.PluginConfig{Plugin: "p.wasm", Only: []string{"x"}, Command: &runtime.CommandConfig{Preset: "python"}}, "only does not apply"},
+		{"negative", runtime.PluginConfig{Plugin: "p.wasm", Command: &runtime.CommandConfig{Preset: "python", MaxOutputBytes: -1}}, "must be >= 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := runtime.DefaultConfig()
+			ac := runtime.DefaultAgent()
+			ac.Name, ac.Model, ac.Tools = "a", "m", []runtime.PluginConfig{tt.tool}
+			cfg.Agents = []runtime.AgentConfig{ac}
+			if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate() = %v, want an error containing %q", err, tt.want)
+			}
+		})
 	}
 }
