@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -691,10 +692,16 @@ func inputLogprobs(es []sglang.LogprobEntry) []*float64 {
 	return out
 }
 
+// outputLogprobs takes meta_info.output_token_logprobs[i][0] bit for bit; a null becomes NaN, which the
+// trajectory refuses (an output token without a logprob is a protocol violation, never silently 0).
 func outputLogprobs(es []sglang.LogprobEntry) []float64 {
 	out := make([]float64, len(es))
 	for i := range es {
-		out[i] = es[i].Logprob
+		if es[i].Null {
+			out[i] = math.NaN()
+		} else {
+			out[i] = es[i].Logprob
+		}
 	}
 	return out
 }

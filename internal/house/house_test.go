@@ -89,3 +89,39 @@ func TestWazeroHasOneHome(t *testing.T) {
 		}
 	}
 }
+
+// homes gives each third-party library the one package tree allowed to import it directly (STYLE.md rule 1).
+var homes = map[string]string{
+	"github.com/tetratelabs/wazero":       module + "/runtime/plugin",
+	"github.com/nikolalohinski/gonja":     module + "/tito",
+	"github.com/daulet/tokenizers":        module + "/tito",
+	"github.com/BurntSushi/toml":          module + "/runtime/config",
+	"github.com/gorilla/websocket":        module + "/runtime/stream",
+	"go.etcd.io/bbolt":                    module + "/runtime/stream",
+	"github.com/prometheus/client_golang": module + "/runtime/metrics",
+	"github.com/schollz/progressbar":      module + "/cmd/agentrt",
+}
+
+func TestEachLibraryHasOneHome(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range p.Imports {
+			for lib, home := range homes {
+				if reaches(imp, lib) && !reaches(p.ImportPath, home) {
+					t.Errorf("%s imports %s directly; only %s may (one home per library)", p.ImportPath, imp, home)
+				}
+			}
+		}
+	}
+}
