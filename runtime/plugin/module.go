@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
@@ -146,16 +147,20 @@ func (m *Module) start(ctx context.Context, spec Spec) error {
 	}
 	m.owned(in)
 	m.pool <- in
-	// The rest of the pool, in parallel.
+	// The rest of the pool, GOMAXPROCS at a time. A failed slot still gets its (empty) pool entry, so that Close
+	// finds all m.size entries.
 	var wg sync.WaitGroup
 	errs := make([]error, m.size-1)
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	for i := 1; i < m.size; i++ {
 		wg.Add(1)
+		sem <- struct{}{}
 		go func(i int) {
-			defer wg.Done()
+			defer func() { <-sem; wg.Done() }()
 			in, err := m.newInstance(ctx)
 			if err != nil {
 				errs[i-1] = err
+				m.pool <- nil
 				return
 			}
 			m.pool <- in
