@@ -214,3 +214,45 @@ func TestConfigReachesGuest(t *testing.T) {
 		t.Fatalf("refused config: %v", err)
 	}
 }
+
+// TestConcurrentTimeoutsAndCalls mixes runaway calls and good calls on a small sandboxed pool: every runaway call
+// times out, every good call succeeds, and the pool ends full of working instances.
+func TestConcurrentTimeoutsAndCalls(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	m := load(t, h, plugin.Spec{Name: "probe.wasm", Wasm: wasm(t, "go/probe/probe.wasm"), PoolSize: 2,
+		Limits: plugin.Limits{Timeout: 200 * time.Millisecond}})
+	tool, _ := m.Tool()
+	ctx := context.Background()
+	errs := make(chan error, 16)
+	done := make(chan struct{})
+	for g := 0; g < 4; g++ {
+		go func(g int) {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 3; i++ {
+				if (g+i)%3 == 0 {
+					if _, err := tool.Call(ctx, "spin", nil); !errors.Is(err, context.DeadlineExceeded) {
+						errs <- err
+					}
+					continue
+				}
+				res, err := tool.Call(ctx, "echo", []byte(`{"g":`+strconv.Itoa(g)+`}`))
+				if err != nil || string(res.JSON) != `{"g":`+strconv.Itoa(g)+`}` {
+					errs <- err
+				}
+			}
+		}(g)
+	}
+	for g := 0; g < 4; g++ {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		t.Errorf("unexpected result: %v", err)
+	}
+	if m.Replaced() != 4 {
+		t.Errorf("Replaced() = %d, want 4 (one per runaway call)", m.Replaced())
+	}
+	mustEcho(t, tool)
+	mustEcho(t, tool)
+}
