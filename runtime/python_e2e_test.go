@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/plugins/builtin"
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/config"
+	"github.com/agentrt/agentrt/runtime/plugin"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
@@ -236,5 +239,68 @@ func TestCommandToolValidation(t *testing.T) {
 				t.Errorf("Validate() = %v, want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// The math_reward module itself, through the plugin host: labels as strings or numbers, the last assistant message
+// only, a missing label, and config errors.
+func TestMathRewardHook(t *testing.T) {
+	ctx := context.Background()
+	load := func(cfg string) (*plugin.Module, error) {
+		return host.Load(ctx, plugin.Spec{Name: "builtin:math_reward", Wasm: builtin.MathReward, Trusted: true,
+			Config: []byte(cfg), PoolSize: 1})
+	}
+	mod, err := load(`{"tolerance": 0.01}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Close(ctx)
+	h, err := mod.Hook()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !h.Wants(abi.EventEpisodeEnd) || h.Wants(abi.EventMessageAdded) {
+		t.Error("math_reward should want episode_end only")
+	}
+	conv := func(answers ...string) []abi.Message {
+		ms := []abi.Message{{Role: "user", Content: "What is 1/3? \\boxed{7}"}}
+		for _, a := range answers {
+			ms = append(ms, abi.Message{Role: "assistant", Content: a}, abi.Message{Role: "tool", Content: "99"})
+		}
+		return ms[:len(ms)-1]
+	}
+	tests := []struct {
+		name   string
+		msgs   []abi.Message
+		label  string
+		reward float64
+		metric string
+	}{
+		{"number label", conv(`\boxed{42}`), `42`, 1, "math_match_exact"},
+		{"string label", conv(`\boxed{0.5}`), `"\\frac{1}{2}"`, 1, "math_match_numeric"},
+		{"tolerance from config", conv(`so 0.333`), `"1/3"`, 1, "math_match_approx"},
+		{"last assistant only", conv(`\boxed{1}`, `I think \boxed{2}`), `"1"`, 0, "math_extract_boxed"},
+		{"no label", conv(`\boxed{1}`), ``, 0, "math_no_label"},
+		{"no answer", conv(`no idea`), `"3"`, 0, "math_extract_none"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ev := &abi.Event{Event: abi.EventEpisodeEnd, EpisodeID: "e", Status: "completed", Messages: tt.msgs}
+			if tt.label != "" {
+				ev.Label = abi.RawJSON(tt.label)
+			}
+			r, err := h.Handle(ctx, ev)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Reward == nil || *r.Reward != tt.reward || r.Metrics[tt.metric] != 1 || r.Metrics["math_correct"] != tt.reward {
+				t.Errorf("reward %v metrics %v; want %v with %s", r.Reward, r.Metrics, tt.reward, tt.metric)
+			}
+		})
+	}
+	for _, cfg := range []string{`{"tolerance": -1}`, `{"boxed_only": 1}`, `{"strict": true}`} {
+		if _, err := load(cfg); err == nil || !strings.Contains(err.Error(), "math_reward") {
+			t.Errorf("config %s: err = %v, want a load error", cfg, err)
+		}
 	}
 }

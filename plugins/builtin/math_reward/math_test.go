@@ -90,3 +90,22 @@ func TestMetrics(t *testing.T) {
 		t.Errorf("metrics = %v, want %v", got, want)
 	}
 }
+
+// FuzzScore: scoring never panics, an answer always matches itself as a label, and a match implies a boxed or
+// last-number extraction.
+func FuzzScore(f *testing.F) {
+	for _, s := range []string{`\boxed{\frac{11}{8}}`, "12 * 7 = 84", `\boxed{`, `\boxed{}}`, `\frac{}{}`, "1/0", "-.5",
+		`\boxed{\dfrac{\frac{1}{2}}{3}}`, "<think></think>", "1,234,567.000", `\fbox 5`} {
+		f.Add(s, "1")
+	}
+	c := defaultConfig()
+	f.Fuzz(func(t *testing.T, response, label string) {
+		v := c.score(response, label)
+		if v.correct() && v.extract == "none" {
+			t.Fatalf("match %q without an extracted answer", v.match)
+		}
+		if v.extract != "none" && normalize(v.answer) != "" && c.compare(v.answer, v.answer) == "" {
+			t.Fatalf("answer %q does not match itself", v.answer)
+		}
+	})
+}
