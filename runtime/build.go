@@ -50,7 +50,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 		"server":                 env.Server,
 	}
 	plugins := map[string]string{}
-	d := AgentDeps{Generator: env.Generator, Tokenizer: m.Tokenizer, Template: tmpl, StopIDs: m.StopIDs,
+	d := AgentDeps{Generator: env.Generator, Tokenizer: tito.NewPieceCache(m.Tokenizer, 8192), Template: tmpl, StopIDs: m.StopIDs,
 		Provenance: prov, Logger: env.Logger, Gate: env.Gate}
 
 	var specs []abi.ToolSpec

@@ -165,7 +165,7 @@ func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream
 				if s.obs != nil {
 					s.obs.EpisodeFinished(t)
 				}
-				b, err := json.Marshal(t)
+				b, err := t.AppendJSON(nil)
 				if err == nil {
 					err = out.Finish(context.WithoutCancel(ctx), stream.Finished{ItemID: ep.ItemID, SampleIndex: ep.SampleIndex,
 						GroupID: ep.GroupID, TrajectoryID: ep.ID, Trajectory: b})

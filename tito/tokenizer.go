@@ -98,6 +98,12 @@ type AddedToken struct {
 	ID      int32  `json:"id"`
 	Content string `json:"content"`
 	Special bool   `json:"special"`
+	// The matching flags of tokenizer.json: whether the token must be a whole word, absorbs whitespace to its
+	// left or right, or is matched after normalization.
+	SingleWord bool `json:"single_word"`
+	LStrip     bool `json:"lstrip"`
+	RStrip     bool `json:"rstrip"`
+	Normalized bool `json:"normalized"`
 }
 
 // tokenizerFile is the part of tokenizer.json that Go reads itself (the Rust side reads all of it).

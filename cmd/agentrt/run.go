@@ -116,11 +116,14 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		return exitStartup
 	}
 	bw := bufio.NewWriterSize(w, 1<<20)
+	var buf []byte
 	emit := func(t *tito.Trajectory) error {
-		b, err := json.Marshal(t)
+		// AppendJSON writes the trajectory directly (json.Marshal would re-validate every byte of it).
+		b, err := t.AppendJSON(buf[:0])
 		if err != nil {
 			return err
 		}
+		buf = b
 		bw.Write(b)
 		bw.WriteByte('\n')
 		if bw.Buffered() > 512<<10 {
