@@ -46,7 +46,14 @@ bin=$out/agentrt
 (cd "$here/loadgen" && go build -o "$out/loadgen" .)
 
 emu_pid=""
-stop_emu() { if [[ -n "$emu_pid" ]]; then kill "$emu_pid" 2>/dev/null || true; wait "$emu_pid" 2>/dev/null || true; emu_pid=""; fi; }
+emu_cpu=0
+# stop_emu: stops the emulator, leaving its CPU seconds (user + system, from /proc) in $emu_cpu.
+stop_emu() {
+  emu_cpu=0
+  if [[ -n "$emu_pid" && -r /proc/$emu_pid/stat ]]; then
+    emu_cpu=$(awk -v t="$(getconf CLK_TCK)" '{sub(/^.*\) /, ""); print ($12 + $13) / t}' "/proc/$emu_pid/stat" 2>/dev/null || echo 0)
+  fi
+  if [[ -n "$emu_pid" ]]; then kill "$emu_pid" 2>/dev/null || true; wait "$emu_pid" 2>/dev/null || true; emu_pid=""; fi; }
 trap stop_emu EXIT
 # start_emu LOG LATENCY [extra flags...]: sets $url.
 start_emu() {
@@ -109,9 +116,9 @@ measure() {
   local chk
   chk=$(python3 "$here/check.py" --log "$out/$tag.log" --trajs "$traj" --system "$sys" "${cmp[@]}") || rc=1
   read -r wall user sys_ rss < <(tail -1 "$out/$tag.time")
-  python3 - "$sys" "$lat" "$conc" "$wall" "$user" "$sys_" "$rss" "$rc" "$chk" "$kind" >> "$results" <<'PY'
+  python3 - "$sys" "$lat" "$conc" "$wall" "$user" "$sys_" "$rss" "$rc" "$chk" "$kind" "$emu_cpu" >> "$results" <<'PY'
 import json, sys
-s, lat, conc, wall, user, sys_, rss, rc, chk, kind = sys.argv[1:]
+s, lat, conc, wall, user, sys_, rss, rc, chk, kind, emu_cpu = sys.argv[1:]
 c = json.loads(chk)
 eps, turns = c["trajectories"], c["turns"]
 cpu = float(user) + float(sys_)
@@ -119,7 +126,7 @@ ok = rc == "0" and c["ok"]
 print(json.dumps({"system": s, "kind": kind or "run", "latency": lat, "concurrency": int(conc), "ok": ok, "episodes": eps, "turns": turns,
                   "status": c["status"], "wall_s": float(wall), "episodes_per_s": eps / float(wall) if ok else None,
                   "cpu_s": cpu, "cpu_ms_per_episode": 1000 * cpu / max(eps, 1) if ok else None,
-                  "peak_rss_mb": int(rss) / 1024, "turn_gap_us": c["turn_gap_us"],
+                  "peak_rss_mb": int(rss) / 1024, "emulator_cpu_s": float(emu_cpu), "turn_gap_us": c["turn_gap_us"],
                   "identical_to_agentrt": c.get("identical_to_compare"), "check": c}))
 PY
   if [[ $rc != 0 ]] || ! grep -q '"ok": true' <<< "$chk"; then
@@ -132,8 +139,11 @@ PY
 uptime > "$out/load-before.txt"
 # Start-up cost (imports, tokenizer, plugins) with the smallest run, so the report can give the marginal CPU per
 # episode too: (CPU of a run - CPU of this one) / (episodes - its episodes).
-measure agentrt 0 1 1 startup
-measure strands 0 1 1 startup
+# Three each, the report takes the cheapest (the first run after a build also fills caches).
+for k in 1 2 3; do
+  measure agentrt 0 1 1 "startup$k"
+  measure strands 0 1 1 "startup$k"
+done
 for lat in $lats; do
   for c in $concs; do
     eps=$episodes; [[ $c == 1 ]] && eps=$episodes_c1
@@ -142,7 +152,7 @@ for lat in $lats; do
     measure strands "$lat" "$c" "$eps"
   done
   for c in $extra; do
-    eps=$episodes; (( eps < 2 * c )) && eps=$((2 * c))
+    eps=$episodes; (( eps < c )) && eps=$c
     measure agentrt "$lat" "$c" "$eps"
   done
 done
