@@ -158,6 +158,16 @@ type Episode struct {
 	Metadata    json.RawMessage
 	// Sampling overrides the agent's sampling params for this request.
 	Sampling *Sampling
+	// firstPrompt, shared by the samples of one item (Item.Episodes), renders and tokenizes their identical
+	// first prompt once.
+	firstPrompt *sharedPrompt
+}
+
+// sharedPrompt is the first prompt of an item's samples: same messages, same agent, so the same ids.
+type sharedPrompt struct {
+	once sync.Once
+	ids  []int32
+	err  error
 }
 
 // episode is the state of one running episode.
@@ -225,12 +235,12 @@ func (e *episode) loop(ctx context.Context) {
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeInvocation, Messages: hookMessages(e.msgs)}); stop {
 		return
 	}
-	text, err := a.d.Template.Render(e.msgs, e.renderOptions(true))
+	ids, err := e.firstPrompt()
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering the first prompt: %v", err))
 		return
 	}
-	if !e.appendPrompt(a.d.Tokenizer.Encode(text, false)) {
+	if !e.appendPrompt(ids) {
 		return
 	}
 	for {
@@ -249,6 +259,24 @@ func (e *episode) loop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// firstPrompt renders the whole conversation (system, tool specs, history, user) and tokenizes it, once per
+// item when its samples share it (the ids are only read afterwards: AppendPrompt copies them).
+func (e *episode) firstPrompt() ([]int32, error) {
+	render := func() ([]int32, error) {
+		text, err := e.a.d.Template.Render(e.msgs, e.renderOptions(true))
+		if err != nil {
+			return nil, err
+		}
+		return e.a.d.Tokenizer.Encode(text, false), nil
+	}
+	sp := e.ep.firstPrompt
+	if sp == nil {
+		return render()
+	}
+	sp.once.Do(func() { sp.ids, sp.err = render() })
+	return sp.ids, sp.err
 }
 
 func (e *episode) appendPrompt(ids []int32) bool {

@@ -55,9 +55,10 @@ func (it *Item) Episodes(groupPrefix string) []Episode {
 	n := max(it.N, 1)
 	group := groupPrefix + it.ID
 	eps := make([]Episode, n)
+	shared := &sharedPrompt{} // one agent runs all of an item's samples
 	for k := range n {
 		eps[k] = Episode{ID: fmt.Sprintf("%s#%d", group, k), ItemID: it.ID, GroupID: group, SampleIndex: k,
-			Messages: msgs, Label: it.Label, Metadata: it.Metadata, Sampling: it.Sampling}
+			Messages: msgs, Label: it.Label, Metadata: it.Metadata, Sampling: it.Sampling, firstPrompt: shared}
 	}
 	return eps
 }
