@@ -39,7 +39,7 @@ sed -e "s#^workers = .*#workers = [\"$url\"]#" -e "s#^concurrency = .*#concurren
     -e "s#^model = .*#model = \"$model\"#" "$root/runtime.toml" > "$work/bench.toml"
 
 /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$bin" run "$work/bench.toml" --prompts "$work/prompts.jsonl" \
-  --out "$work/out.jsonl" --quiet --concurrency "$conc" ${AGENTRT_CPUPROFILE:+--cpuprofile "$AGENTRT_CPUPROFILE"} 2> "$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
+  --out "$work/out.jsonl" --quiet --concurrency "$conc" -n "${BENCH_SAMPLES:-1}" ${AGENTRT_CPUPROFILE:+--cpuprofile "$AGENTRT_CPUPROFILE"} 2> "$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
 read -r wall user sys rss_kb < "$work/time"
 gaps=$(python3 "$here/turn_gaps.py" "$work/emu.log")
 python3 - "$work/out.jsonl" "$wall" "$user" "$sys" "$rss_kb" "$conc" "$gaps" "$latency" <<'PY'
