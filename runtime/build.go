@@ -30,8 +30,10 @@ type BuildEnv struct {
 	// Server names the SGLang endpoint(s) in provenance.
 	Server string
 	// Gate, if set, holds model calls while closed (serve's pause for weight updates).
-	Gate   *Gate
-	Logger *slog.Logger
+	Gate *Gate
+	// PluginCall, if set, is told the duration of every parser, tool and hook call (for metrics).
+	PluginCall func(kind, plugin string, d time.Duration)
+	Logger     *slog.Logger
 }
 
 // BuildAgent loads an agent's plugins through the host and returns the agent. Plugin references are
@@ -77,7 +79,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 		if err != nil {
 			return nil, err
 		}
-		tb := ToolBinding{Plugin: pc.Plugin, SHA256: mod.SHA256(), Tool: toolAdapter{t}, Timeout: pc.Timeout}
+		tb := ToolBinding{Plugin: pc.Plugin, SHA256: mod.SHA256(), Tool: toolAdapter{t, pc.Plugin, env.PluginCall}, Timeout: pc.Timeout}
 		have := map[string]bool{}
 		for _, sp := range t.Specs() {
 			have[sp.Name] = true
@@ -100,6 +102,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 		if err != nil {
 			return nil, err
 		}
+		h.name, h.observe = pc.Plugin, env.PluginCall
 		plugins[pc.Plugin] = sha
 		d.Hooks = append(d.Hooks, HookBinding{Plugin: pc.Plugin, SHA256: sha, Hook: h})
 	}
@@ -108,6 +111,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 		if err != nil {
 			return nil, err
 		}
+		h.name, h.observe = ac.Reward.Plugin, env.PluginCall
 		if !h.h.Wants(abi.EventEpisodeEnd) {
 			return nil, fmt.Errorf("reward %s: the hook does not subscribe to %s", ac.Reward.Plugin, abi.EventEpisodeEnd)
 		}
@@ -129,9 +133,11 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	if err != nil {
 		return nil, fmt.Errorf("parser %s: %w", ac.Parser, err)
 	}
-	if d.Parser, err = pmod.Parser(); err != nil {
+	p, err := pmod.Parser()
+	if err != nil {
 		return nil, err
 	}
+	d.Parser = parserAdapter{p, ac.Parser, env.PluginCall}
 	plugins["parser:"+ac.Parser] = pmod.SHA256()
 	prov[tito.ProvPlugins] = plugins
 
@@ -240,7 +246,7 @@ func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig) (hookAdap
 	if err != nil {
 		return hookAdapter{}, "", err
 	}
-	return hookAdapter{h}, mod.SHA256(), nil
+	return hookAdapter{h: h}, mod.SHA256(), nil
 }
 
 // openAISpec writes a plugin's tool spec in the OpenAI function format that chat templates expect.
@@ -267,10 +273,18 @@ func contains(list []string, s string) bool {
 }
 
 // toolAdapter turns the plugin host's tool facade into a Tool.
-type toolAdapter struct{ t *plugin.Tool }
+type toolAdapter struct {
+	t       *plugin.Tool
+	name    string
+	observe func(kind, plugin string, d time.Duration)
+}
 
 func (a toolAdapter) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {
+	t0 := time.Now()
 	r, err := a.t.Call(ctx, name, args)
+	if a.observe != nil {
+		a.observe("tool", a.name, time.Since(t0))
+	}
 	if err != nil {
 		return abi.ToolResult{}, err
 	}
@@ -285,11 +299,36 @@ func (a toolAdapter) Call(ctx context.Context, name string, args json.RawMessage
 }
 
 // hookAdapter turns the plugin host's hook facade into a Hook.
-type hookAdapter struct{ h *plugin.Hook }
+type hookAdapter struct {
+	h       *plugin.Hook
+	name    string
+	observe func(kind, plugin string, d time.Duration)
+}
 
 func (a hookAdapter) Subscribed(event string) bool { return a.h.Wants(event) }
 func (a hookAdapter) Handle(ctx context.Context, ev *abi.Event) (abi.HookResponse, error) {
-	return a.h.Handle(ctx, ev)
+	t0 := time.Now()
+	r, err := a.h.Handle(ctx, ev)
+	if a.observe != nil {
+		a.observe("hook", a.name, time.Since(t0))
+	}
+	return r, err
+}
+
+// parserAdapter times the plugin host's parser facade.
+type parserAdapter struct {
+	p       *plugin.Parser
+	name    string
+	observe func(kind, plugin string, d time.Duration)
+}
+
+func (a parserAdapter) Parse(ctx context.Context, text string) (abi.ParseResult, error) {
+	t0 := time.Now()
+	r, err := a.p.Parse(ctx, text)
+	if a.observe != nil {
+		a.observe("parser", a.name, time.Since(t0))
+	}
+	return r, err
 }
 
 var _ Parser = (*plugin.Parser)(nil)

@@ -98,7 +98,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	}
 	skipped := len(done)
 
-	sys, err := buildSystem(ctx, cfg, io.err)
+	sys, err := buildSystem(ctx, cfg, io.err, nil)
 	if err != nil {
 		fmt.Fprintln(io.err, "agentrt run:", err)
 		return exitStartup

@@ -74,14 +74,8 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sys, err := buildSystem(ctx, cfg, io.err)
-	if err != nil {
-		fmt.Fprintln(io.err, "agentrt serve:", err)
-		return exitStartup
-	}
-	defer sys.Close()
-
 	var (
+		sys  *system
 		strm *stream.Server
 		svc  *runtime.Service
 	)
@@ -99,6 +93,9 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 			return float64(strm.Stats().SpoolRecords)
 		},
 		SGLangQueued: func() float64 {
+			if sys == nil {
+				return 0
+			}
 			n := 0
 			for _, w := range sys.client.Stats().Workers {
 				n += w.Queued
@@ -106,6 +103,13 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 			return float64(n)
 		},
 	})
+	sys, err = buildSystem(ctx, cfg, io.err, m.PluginCall)
+	if err != nil {
+		fmt.Fprintln(io.err, "agentrt serve:", err)
+		return exitStartup
+	}
+	defer sys.Close()
+
 	svc, err = runtime.NewService(sys.agents, cfg.Server.Concurrency, sys.gate, sys.client, m)
 	if err != nil {
 		fmt.Fprintln(io.err, "agentrt serve:", err)

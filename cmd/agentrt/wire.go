@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/config"
@@ -57,7 +58,8 @@ func (s *system) Agent(name string) (*runtime.Agent, error) {
 	return s.agents[ac.Name], nil
 }
 
-func buildSystem(ctx context.Context, cfg *runtime.Config, logw io.Writer) (_ *system, err error) {
+// buildSystem builds everything cfg describes; pluginCall, if not nil, receives plugin call durations.
+func buildSystem(ctx context.Context, cfg *runtime.Config, logw io.Writer, pluginCall func(kind, plugin string, d time.Duration)) (_ *system, err error) {
 	s := &system{cfg: cfg, models: map[string]*tito.Model{}, agents: map[string]*runtime.Agent{}, gate: &runtime.Gate{},
 		log: slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 	defer func() {
@@ -108,7 +110,7 @@ func buildSystem(ctx context.Context, cfg *runtime.Config, logw io.Writer) (_ *s
 	for _, ac := range cfg.Agents {
 		a, err := runtime.BuildAgent(ctx, ac, runtime.BuildEnv{Host: s.host, Generator: s.client, Model: s.models[ac.Model],
 			MaxModelLen: func(ctx context.Context) (int, error) { return s.client.MaxModelLen(ctx, "") },
-			Server:      server, Logger: s.log, Gate: s.gate})
+			Server:      server, Logger: s.log, Gate: s.gate, PluginCall: pluginCall})
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}

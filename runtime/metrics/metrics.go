@@ -6,6 +6,7 @@ package metrics
 import (
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -36,6 +37,7 @@ type Metrics struct {
 	latency      prometheus.Histogram
 	queued       prometheus.Gauge
 	reward       prometheus.Histogram
+	pluginCalls  *prometheus.HistogramVec
 }
 
 var _ runtime.Observer = (*Metrics)(nil)
@@ -59,7 +61,10 @@ func New(g Gauges) *Metrics {
 	m.queued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "agentrt_episodes_queued", Help: "Episodes waiting for a concurrency slot."})
 	m.reward = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "agentrt_reward", Help: "Rewards of finished episodes that have one.",
 		Buckets: prometheus.LinearBuckets(-1, 0.25, 9)})
-	for _, c := range []prometheus.Collector{m.episodes, m.turns, m.tokensIn, m.tokensOut, m.cachedTokens, m.promptTokens,
+	m.pluginCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentrt_plugin_call_seconds",
+		Help:    "Wasm plugin call latency (parser, tool, hook) as the runtime saw it.",
+		Buckets: prometheus.ExponentialBuckets(5e-6, 3, 14)}, []string{"kind", "plugin"})
+	for _, c := range []prometheus.Collector{m.pluginCalls, m.episodes, m.turns, m.tokensIn, m.tokensOut, m.cachedTokens, m.promptTokens,
 		m.toolCalls, m.parseErrors, m.drift, m.latency, m.queued, m.reward} {
 		f(c)
 	}
@@ -78,6 +83,11 @@ func New(g Gauges) *Metrics {
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Metrics) Handler() http.Handler { return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}) }
+
+// PluginCall records one plugin call (runtime.BuildEnv.PluginCall).
+func (m *Metrics) PluginCall(kind, plugin string, d time.Duration) {
+	m.pluginCalls.WithLabelValues(kind, plugin).Observe(d.Seconds())
+}
 
 // EpisodeQueued implements runtime.Observer.
 func (m *Metrics) EpisodeQueued(delta int) { m.queued.Add(float64(delta)) }
