@@ -185,13 +185,15 @@ for r in $rates; do
     > "$out/drift-$r.check" || { echo "bench: drift $r FAILED the check: $(cat "$out/drift-$r.check")" >&2; failed=1; }
   "$py" "$here/drift.py" --model "$model" --trajs "$out/drift-$r.jsonl" --rate "$r" >> "$out/drift.jsonl" || failed=1
 done
+# Where strands-sglang's CPU goes (cProfile), for the report.
+[[ $smoke == 1 ]] || bash "$here/profile-strands.sh" "$out" 500 64 || failed=1
 uptime > "$out/load-after.txt"
 
 report=$root/bench/results/side-by-side.md
 plots=$root/bench
 if [[ $smoke == 1 ]]; then report=$out/report.md; plots=$out; fi
 "$py" "$here/report.py" --dir "$out" --report "$report" --plots "$plots" --smoke "$smoke" \
-  --command "bench/run.sh $([[ $smoke == 1 ]] && echo --smoke)" || failed=1
+  --command "BENCH_EPISODES=$episodes BENCH_EPISODES_C1=$episodes_c1 BENCH_SAMPLES=$samples BENCH_CONC='$concs' BENCH_AGENTRT_CONC='$extra' BENCH_LATENCIES='$lats' BENCH_DRIFT_RATES='$rates' BENCH_SEED=$seed bench/run.sh $([[ $smoke == 1 ]] && echo --smoke)" || failed=1
 echo "bench: raw results in $out; report $report" >&2
 if [[ $failed != 0 ]]; then
   echo "bench: FAILED (a run failed the checker or exited non-zero; its numbers are not reported)" >&2
