@@ -116,9 +116,18 @@ def main():
         if g and st and g["episodes"] and st["episodes_per_s"]:
             lim = d["requests_per_s"] / (g["turns"] / g["episodes"])
             need = TARGET_SPEEDUP * st["episodes_per_s"]
+            emu = 1000 * g.get("emulator_cpu_s", 0) / g["episodes"]
+            ncpu = os.cpu_count() or 1
+            bound = 1000 * ncpu / (emu + g["cpu_ms_per_episode"])
             limtxt = (f" At C={d['concurrency']}: the emulator alone serves {lim:.0f} episodes/s; 20x strands-sglang's "
-                      f"{st['episodes_per_s']:.1f} is {need:.0f}, which "
-                      + ("exceeds what the server can deliver on this box." if need > lim else "the server could deliver."))
+                      f"{st['episodes_per_s']:.1f} is {need:.0f}"
+                      + (", more than the server can deliver on this box." if need > lim else ".")
+                      + f" But in the same run each episode cost the emulator {emu:.2f} CPU-ms and agentrt "
+                      f"{g['cpu_ms_per_episode']:.2f}, so {ncpu} cores allow at most {bound:.0f} episodes/s; agentrt "
+                      f"reached {g['episodes_per_s']:.0f} ({100 * g['episodes_per_s'] / bound:.0f}% of that). "
+                      f"{need:.0f} episodes/s would need client + emulator CPU ≤ {1000 * ncpu / need:.2f} ms per "
+                      f"episode" + (f", less than the emulator's own {emu:.2f}: not reachable on this box whatever the "
+                                    "client does." if 1000 * ncpu / need < emu else "."))
     L.append("- Episodes/s at zero latency is bounded by the box, not by either client alone: the emulator and the "
              "client share two cores (with other people's jobs). The physical-limit section shows the emulator's "
              "capacity on this box with no client work at all." + limtxt + " "
@@ -271,9 +280,10 @@ def main():
         groups = [
             ("tokenizer encode (tito: Hugging Face Rust tokenizer via cgo): prompt deltas and the drift audit",
              "github.com/agentrt/agentrt/tito.(*Tokenizer).Encode"),
-            ("of which through tito's piece cache", "github.com/agentrt/agentrt/tito.(*PieceCache).Encode"),
-            ("native code pprof cannot attribute to a Go caller (runtime._ExternalCode: the Rust tokenizer's own "
-             "threads, libc)", "runtime._ExternalCode"),
+            ("tokenizer encode through tito's piece cache", "github.com/agentrt/agentrt/tito.(*PieceCache).Encode"),
+            ("samples in native code pprof cannot unwind (runtime._ExternalCode: the Rust tokenizer called through "
+             "cgo; machine code wazero compiled from the Wasm plugins can land here too)",
+             "runtime._ExternalCode"),
             ("chat-template rendering (gonja) of each turn's new messages", "github.com/agentrt/agentrt/tito.(*ChatTemplate).renderPrepared"),
             ("drift audit of every reply (decode + re-encode; strands-sglang does not do this)",
              "github.com/agentrt/agentrt/tito.(*Trajectory).Audit"),
