@@ -7,6 +7,8 @@ trajectories (token-exact: the ids the server generated), this does exactly that
 (transformers.AutoTokenizer, offline) and reports the fraction whose re-tokenized ids differ from the generated
 ones, split by cause:
 
+  text      whether the rendered text equals the generated text once empty think blocks after
+            "<|im_start|>assistant\n" are removed from both (what explains render differences at rate 0 for Qwen3);
   render    the conversation rendered with the chat template (system prompt, tools, messages with the assistant's
             text content and its tool_calls, tool results) and encoded; the trailing newline after the last
             <|im_end|> is dropped, since the trajectory ends at the model's stop token;
@@ -30,13 +32,15 @@ from strands_driver import CALCULATOR_SPEC  # noqa: E402
 
 TOOLS = [{"type": "function", "function": {"name": CALCULATOR_SPEC["name"], "description": CALCULATOR_SPEC["description"],
                                            "parameters": CALCULATOR_SPEC["inputSchema"]["json"]}}]
+THINK = "<|im_start|>assistant\n<think>\n\n</think>\n\n"
 CALL = re.compile(r"\s*<tool_call>.*?</tool_call>\s*", re.S)
 
 
 def openai_messages(msgs):
     """agentrt's trajectory messages as an OpenAI-style client holds them: tool calls parsed out of the text."""
     out = []
-    for m in msgs:
+    last = max((i for i, m in enumerate(msgs) if m["role"] == "assistant"), default=len(msgs) - 1)
+    for m in msgs[:last + 1]:  # the trajectory ends at the last reply (a limiter stop may log a later tool result)
         if m["role"] == "assistant":
             o = {"role": "assistant", "content": CALL.sub("", m.get("content") or "").strip()}
             if m.get("tool_calls"):
@@ -58,7 +62,7 @@ def main():
     ap.add_argument("--rate", default="")
     a = ap.parse_args()
     tok = AutoTokenizer.from_pretrained(a.model)
-    n = render_diff = reencode_diff = either = 0
+    n = render_diff = reencode_diff = either = text_same_mod_think = 0
     diff_tokens = 0
     audited_by_agentrt = 0
     for line in open(a.trajs):
@@ -73,6 +77,9 @@ def main():
             text = text[:-1]
         re_ids = tok.encode(text, add_special_tokens=False)
         d_render = re_ids != ids
+        gen_text = tok.decode(ids)
+        if gen_text.replace(THINK, "<|im_start|>assistant\n") == text.replace(THINK, "<|im_start|>assistant\n"):
+            text_same_mod_think += 1
         d_re = False
         for s in t["segments"]:
             if s["kind"] == "response":
@@ -90,6 +97,7 @@ def main():
                       "render_differs_frac": render_diff / max(n, 1), "reencode_differs": reencode_diff,
                       "reencode_differs_frac": reencode_diff / max(n, 1), "either_frac": either / max(n, 1),
                       "tokens_after_first_difference": diff_tokens,
+                      "text_same_except_empty_think_frac": text_same_mod_think / max(n, 1),
                       "agentrt_drift_audit_flagged": audited_by_agentrt}))
 
 

@@ -251,18 +251,21 @@ def main():
                  "text-path trainer would train on with ids the model never generated (agentrt keeps the generated "
                  "ids, which the checker verified).")
         L.append("")
-        L.append("| non-canonical rate | trajectories | render differs | re-encode differs | agentrt's own drift audit flagged |")
-        L.append("|---:|---:|---:|---:|---:|")
+        L.append("| non-canonical rate | trajectories | render differs | re-encode differs | agentrt's own drift audit flagged | rendered text = generated text except empty think blocks |")
+        L.append("|---:|---:|---:|---:|---:|---:|")
         for l in open(dp):
             if l.strip():
                 d = json.loads(l)
                 L.append(f"| {d['rate']} | {d['trajectories']} | {100 * d['render_differs_frac']:.1f}% | "
-                         f"{100 * d['reencode_differs_frac']:.1f}% | {d['agentrt_drift_audit_flagged']} |")
+                         f"{100 * d['reencode_differs_frac']:.1f}% | {d['agentrt_drift_audit_flagged']} | "
+                         f"{fmt(100 * d['text_same_except_empty_think_frac'] if 'text_same_except_empty_think_frac' in d else None, '.1f')}% |")
         L.append("")
         L.append("The render path differs even at rate 0 for every episode with more than one reply: Qwen3's chat "
                  "template drops the empty `<think>\\n\\n</think>\\n\\n` that the generation prompt "
                  "(enable_thinking=false) put before each earlier reply, so re-rendered history is not what the model "
-                 "saw. The re-encode column isolates tokenization drift.")
+                 "saw (the last column: once those blocks are removed, the rendered text is the generated text). The re-encode "
+                 "column isolates tokenization drift; agentrt's own drift audit (tito, in the trajectory's `drift` "
+                 "field) flags the same number of trajectories as this independent re-encode with transformers.")
         L.append("")
 
     common = sorted(c for (sy, lat, c) in by if sy == "strands" and lat == "0" and ("agentrt", "0", c) in by)
