@@ -15,8 +15,8 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | target | result | where |
 |---|---|---|
 | runtime overhead per turn p50 <= 100 µs, p99 <= 1 ms at 1,000 concurrent episodes | **not met**: ~500 µs CPU per turn at C=1000 (0.7 ms wall gap at C=1); profile and next steps in the agent-loop section | agent loop |
-| >= 20x strands-sglang episodes/s at equal concurrency | **not met**: 2.8x (C=1), 5.3x (C=64), 4.4x (C=512) at zero latency; on two shared cores the emulator itself caps episodes/s below 20x strands' (physical-limit table) | side by side |
-| <= 1/10 strands-sglang CPU-seconds per episode | **not met**: 0.21-0.34 (marginal, start-up excluded: 0.19-0.37) | side by side |
+| >= 20x strands-sglang episodes/s at equal concurrency | **not met**: 2.6x (C=1), 5.9x (C=64), 6.7x (C=512) at zero latency, 4.6-7.0x with latency; at zero latency two cores cap client+emulator at ~728 ep/s and agentrt reaches 96% of that, so 20x (2,075 ep/s) is out of reach on this box | side by side |
+| <= 1/10 strands-sglang CPU-seconds per episode | **not met**: 0.18-0.21 at C=64-512 (start-up excluded 0.17 at C=512: 1.54 vs 8.96 ms) | side by side |
 | 10,000 concurrent episodes (~1 s per turn) under 2 GB RSS | **met**: 1,576 MB | agent loop |
 | parser call p50 <= 20 µs (2 KB, two calls) | **met at the margin**: 19.8-20.2 µs through the host (15.7 µs example parser) | parsers, plugin host |
 | host<->guest tool call overhead <= 20 µs | **met**: 2.1 µs trusted, 10.4 µs sandboxed | plugin host |
