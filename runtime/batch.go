@@ -98,10 +98,10 @@ func ReadItems(r io.Reader, name string) ([]Item, error) {
 
 // Stats are live counters of a batch run, for progress display.
 type Stats struct {
-	Total, Done, Skipped int
-	ByStatus             map[string]int
-	Tokens               int64
-	Elapsed              time.Duration
+	Total, Done int
+	ByStatus    map[string]int
+	Tokens      int64
+	Elapsed     time.Duration
 }
 
 // RunBatch runs episodes with at most concurrency in flight and hands each finished trajectory to emit (in

@@ -101,34 +101,25 @@ func (s Sampling) Merge(o Sampling) Sampling {
 	if o.MaxNewTokens > 0 {
 		s.MaxNewTokens = o.MaxNewTokens
 	}
-	if o.Temperature != nil {
-		s.Temperature = o.Temperature
-	}
-	if o.TopP != nil {
-		s.TopP = o.TopP
-	}
-	if o.TopK != nil {
-		s.TopK = o.TopK
-	}
-	if o.MinP != nil {
-		s.MinP = o.MinP
-	}
-	if o.RepetitionPenalty != nil {
-		s.RepetitionPenalty = o.RepetitionPenalty
-	}
-	if o.FrequencyPenalty != nil {
-		s.FrequencyPenalty = o.FrequencyPenalty
-	}
-	if o.PresencePenalty != nil {
-		s.PresencePenalty = o.PresencePenalty
-	}
-	if o.Seed != nil {
-		s.Seed = o.Seed
-	}
+	override(&s.Temperature, o.Temperature)
+	override(&s.TopP, o.TopP)
+	override(&s.TopK, o.TopK)
+	override(&s.MinP, o.MinP)
+	override(&s.RepetitionPenalty, o.RepetitionPenalty)
+	override(&s.FrequencyPenalty, o.FrequencyPenalty)
+	override(&s.PresencePenalty, o.PresencePenalty)
+	override(&s.Seed, o.Seed)
 	if o.Stop != nil {
 		s.Stop = o.Stop
 	}
 	return s
+}
+
+// override sets *dst to v when v is set.
+func override[T any](dst **T, v *T) {
+	if v != nil {
+		*dst = v
+	}
 }
 
 // PluginConfig names a plugin (a built-in such as "builtin:calculator", or a .wasm file) and its settings.

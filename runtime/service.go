@@ -26,9 +26,8 @@ type Controller interface {
 // Observer receives what the service and its episodes do, for metrics. Its methods must be cheap and safe for
 // concurrent use.
 type Observer interface {
-	// EpisodeStarted and EpisodeFinished bracket each episode; queued is the number waiting for a slot.
+	// EpisodeQueued moves the number of episodes waiting for a slot; EpisodeFinished sees each trajectory.
 	EpisodeQueued(delta int)
-	EpisodeStarted()
 	EpisodeFinished(t *tito.Trajectory)
 }
 
@@ -155,7 +154,6 @@ func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream
 			}
 			if s.obs != nil {
 				s.obs.EpisodeQueued(-1)
-				s.obs.EpisodeStarted()
 			}
 			s.inFlight.Add(1)
 			wg.Add(1)

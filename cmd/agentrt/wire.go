@@ -35,7 +35,6 @@ type system struct {
 	log     *slog.Logger
 	client  *sglang.Client
 	host    *plugin.Host
-	emu     *emulator.Server
 	emuURL  string
 	models  map[string]*tito.Model
 	agents  map[string]*runtime.Agent
@@ -159,6 +158,6 @@ func (s *system) startEmulator(ctx context.Context, m *tito.Model) (string, erro
 	done := make(chan struct{})
 	go func() { defer close(done); emu.Run(ectx, ln) }()
 	s.closers = append(s.closers, func() { cancel(); <-done })
-	s.emu, s.emuURL = emu, "http://"+ln.Addr().String()
+	s.emuURL = "http://" + ln.Addr().String()
 	return s.emuURL, nil
 }

@@ -92,9 +92,6 @@ func (m *Metrics) PluginCall(kind, plugin string, d time.Duration) {
 // EpisodeQueued implements runtime.Observer.
 func (m *Metrics) EpisodeQueued(delta int) { m.queued.Add(float64(delta)) }
 
-// EpisodeStarted implements runtime.Observer.
-func (m *Metrics) EpisodeStarted() {}
-
 // EpisodeFinished implements runtime.Observer: everything is counted from the trajectory.
 func (m *Metrics) EpisodeFinished(t *tito.Trajectory) {
 	m.episodes.WithLabelValues(t.Status, t.StatusReason).Inc()
