@@ -83,7 +83,11 @@ func TestSubmitDeliverAck(t *testing.T) {
 	if d := dones["r1"]; d["status"] != "completed" || d["trajectories"].(float64) != 6 {
 		t.Fatalf("request_done = %v", d)
 	}
-	waitFor(t, "spool to empty", func() bool { return ts.srv.Stats().SpoolRecords == 0 })
+	// The spool empties inside spool.ack, before the connection counts the ack: wait for both.
+	waitFor(t, "spool to empty and all acks counted", func() bool {
+		st := ts.srv.Stats()
+		return st.SpoolRecords == 0 && st.Acked == 7
+	})
 	st := ts.srv.Stats()
 	if st.Spooled != 6 || st.Acked != 7 || st.Accepted != 1 || st.ActiveRequests != 0 {
 		t.Fatalf("stats = %+v", st)
