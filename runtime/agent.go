@@ -471,6 +471,7 @@ func (e *episode) handleResponse(ctx context.Context, ids []int32) ([]*call, boo
 // runTools runs one turn's calls concurrently, each under its timeout; results keep the call order.
 func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 	var wg sync.WaitGroup
+	var jobs []func()
 	for _, c := range calls {
 		if c.parseErr != nil {
 			c.result = errorResult(fmt.Sprintf("Error: the tool call could not be parsed (%s): %s", c.parseErr.Reason, c.parseErr.Raw))
@@ -499,9 +500,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		if tb.Timeout.Duration > 0 {
 			timeout = tb.Timeout.Duration
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		jobs = append(jobs, func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			res, err := tb.Tool.Call(cctx, c.tc.Name, json.RawMessage(c.tc.Arguments))
@@ -519,6 +518,19 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			default:
 				c.result, c.outcome = res, "ok"
 			}
+		})
+	}
+	// The last call runs on the episode's goroutine: a turn with one call (the common case) starts no goroutine
+	// and pays no thread wake-up.
+	for i, job := range jobs {
+		if i == len(jobs)-1 {
+			job()
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			job()
 		}()
 	}
 	wg.Wait()
