@@ -3,7 +3,8 @@
 # `agentrt run` at a given concurrency. Prints one JSON line: episodes, turns, wall, episodes/s, CPU-seconds of
 # agentrt run per episode and per turn, peak RSS, and the per-turn client gap from the emulator's request log
 # (time from a response leaving the emulator to the episode's next request arriving: decode, parse, hooks,
-# calculator tool, template delta, tokenization, HTTP; on a shared 2-core box it includes waiting for a core).
+# calculator tool, template delta, tokenization, HTTP; on a shared 2-core box it includes waiting for a core),
+# and agentrt's own in-process measure of it (overhead_us, from each trajectory's per-turn overhead_ms).
 #
 # usage: bench/agent_loop.sh EPISODES CONCURRENCY [LATENCY]   e.g. bench/agent_loop.sh 2000 1000
 #        LATENCY is the emulator's latency model (agentrt emulate --latency), e.g. "1s" or "20ms,0,100us".
@@ -51,9 +52,17 @@ status = {}
 for t in trajs:
     status[t["status"]] = status.get(t["status"], 0) + 1
 cpu = float(user) + float(sys_)
+# The runtime's own time per turn, measured in process (TurnInfo.overhead_ms: everything but waiting on SGLang
+# and tools), for turns after the first (the first also renders the whole first prompt).
+over = sorted(1000 * s["info"]["overhead_ms"] for t in trajs for s in t["segments"] if s.get("info") and s["turn"] > 0)
+first = sorted(1000 * s["info"]["overhead_ms"] for t in trajs for s in t["segments"] if s.get("info") and s["turn"] == 0)
+pct = lambda xs, q: round(xs[min(len(xs) - 1, int(q * len(xs)))], 1) if xs else None
 print(json.dumps({"episodes": len(trajs), "concurrency": int(conc), "latency": lat, "turns": turns, "status": status,
                   "wall_s": float(wall), "episodes_per_s": round(len(trajs) / float(wall), 1),
                   "cpu_s": round(cpu, 2), "cpu_ms_per_episode": round(1000 * cpu / len(trajs), 3),
                   "cpu_us_per_turn": round(1e6 * cpu / max(turns, 1), 1),
-                  "peak_rss_mb": round(int(rss) / 1024, 1), "turn_gap": json.loads(gaps)}))
+                  "peak_rss_mb": round(int(rss) / 1024, 1),
+                  "overhead_us": {"later_turns": len(over), "p50": pct(over, 0.5), "p90": pct(over, 0.9), "p99": pct(over, 0.99),
+                                  "first_turn_p50": pct(first, 0.5)},
+                  "turn_gap": json.loads(gaps)}))
 PY

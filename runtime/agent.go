@@ -183,13 +183,17 @@ type episode struct {
 	toolCalls map[string]int // outcome -> count
 	warnings  []string
 	final     string
+	// since is when the runtime's own work for the next call began (the last response, or the episode's
+	// start); waited is the time since then spent in tools or paused (not runtime overhead).
+	since  time.Time
+	waited time.Duration
 }
 
 // Run runs one episode to its end and returns its trajectory, whatever happened: the status says how it ended.
 // Plugin and server failures become statuses, never panics; a bug in the loop itself is recovered as failed.
 func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
 	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), state: map[int]abi.RawJSON{},
-		parseErrs: map[string]int{}, toolCalls: map[string]int{}}
+		parseErrs: map[string]int{}, toolCalls: map[string]int{}, since: time.Now()}
 	e.sampling = a.cfg.Sampling
 	if ep.Sampling != nil {
 		e.sampling = e.sampling.Merge(*ep.Sampling)
@@ -302,10 +306,12 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop {
 		return nil, false
 	}
+	tw := time.Now()
 	if err := a.d.Gate.Wait(ctx); err != nil {
 		e.generateFailed(ctx, err)
 		return nil, false
 	}
+	e.waited += time.Since(tw)
 	req := &sglang.GenerateRequest{
 		InputIDs:        ids,
 		SamplingParams:  e.samplingParams(maxNew),
@@ -314,7 +320,10 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 		RID:             fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls),
 	}
 	t0 := time.Now()
+	own := t0.Sub(e.since) - e.waited
 	resp, err := a.d.Generator.Generate(ctx, e.ep.ID, req)
+	done := time.Now()
+	e.since, e.waited = done, 0
 	if err != nil {
 		if ab, ok := a.d.Generator.(Aborter); ok && ctx.Err() != nil {
 			// Cancelled mid-generation: make sure the server stops working on it too.
@@ -343,7 +352,8 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 			CachedTokens:  resp.MetaInfo.CachedTokens,
 			PromptTokens:  resp.MetaInfo.PromptTokens,
 			FinishReason:  finishString(fr),
-			LatencyMS:     float64(time.Since(t0).Microseconds()) / 1000,
+			LatencyMS:     millis(done.Sub(t0)),
+			OverheadMS:    millis(own + resp.ClientTime),
 		},
 	}
 	if err := e.traj.AppendResponse(out); err != nil {
@@ -520,6 +530,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			}
 		})
 	}
+	t0 := time.Now()
 	// The last call runs on the episode's goroutine: a turn with one call (the common case) starts no goroutine
 	// and pays no thread wake-up.
 	for i, job := range jobs {
@@ -534,6 +545,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		}()
 	}
 	wg.Wait()
+	e.waited += time.Since(t0)
 	if ctx.Err() != nil {
 		e.generateFailed(ctx, ctx.Err())
 		return false
@@ -745,6 +757,8 @@ func outputLogprobs(es []sglang.LogprobEntry) []float64 {
 	}
 	return out
 }
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 func finishString(fr *sglang.FinishReason) string {
 	if fr == nil {

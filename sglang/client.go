@@ -325,6 +325,7 @@ func (c *Client) delay(attempt, retryAfter int) time.Duration {
 
 // generateOnce makes one HTTP attempt. retryAfter is the server's Retry-After in seconds.
 func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, req *GenerateRequest) (*GenerateResponse, int, error) {
+	t0 := time.Now()
 	body, err := req.appendJSON(make([]byte, 0, 320+7*len(req.InputIDs)))
 	if err != nil {
 		return nil, 0, err
@@ -349,6 +350,7 @@ func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, 
 	}
 	buf := getBuf()
 	defer putBuf(buf)
+	encode := time.Since(t0)
 	status, header, err := c.do(ctx, actx, hreq, buf)
 	if err != nil {
 		return nil, 0, err
@@ -356,10 +358,12 @@ func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, 
 	if status < 200 || status > 299 {
 		return nil, parseRetryAfter(header.Get("Retry-After")), newHTTPError(w.url, req.RID, status, buf.Bytes())
 	}
+	t1 := time.Now()
 	resp, err := decodeGenerateResponse(buf.Bytes(), req.ReturnLogprob)
 	if err != nil {
 		return nil, 0, err
 	}
+	resp.ClientTime = encode + time.Since(t1)
 	if fr := resp.MetaInfo.FinishReason; fr.Type == FinishAbort {
 		resp.Server = w.url
 		return nil, 0, &AbortError{Message: fr.Message, StatusCode: fr.StatusCode, ErrType: fr.ErrType, Response: resp}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"time"
 	"unicode/utf8"
 )
 
@@ -107,6 +108,9 @@ type GenerateResponse struct {
 	Server string `json:"-"`
 	// Attempts is how many HTTP attempts the Client made (1 without retries). Set by Client.
 	Attempts int `json:"-"`
+	// ClientTime is the Client's own work on the answered attempt (encoding the request, decoding the
+	// response), as opposed to waiting on the network and the server. Set by Client.
+	ClientTime time.Duration `json:"-"`
 }
 
 // MetaInfo is the meta_info object of a /generate response. Fields SGLang sends that are not listed are

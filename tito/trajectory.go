@@ -40,6 +40,10 @@ type TurnInfo struct {
 	CachedTokens  int     `json:"cached_tokens"`            // meta_info.cached_tokens (radix-cache hits)
 	FinishReason  string  `json:"finish_reason,omitempty"`  // meta_info.finish_reason.type: stop, length, abort
 	LatencyMS     float64 `json:"latency_ms"`               // wall time of the call as the client saw it
+	// OverheadMS is the runtime's own wall time for this turn: from the previous response (the episode's
+	// start for the first call) to this request, minus time spent in tools and paused for weight updates,
+	// plus encoding this request and decoding its response. Everything but waiting on SGLang and tools.
+	OverheadMS float64 `json:"overhead_ms"`
 }
 
 // Response is what one /generate call returned, with what was sent, for Trajectory.AppendResponse.
