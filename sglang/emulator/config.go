@@ -154,7 +154,8 @@ type Config struct {
 	// ModelType and Architectures are reported by /model_info.
 	ModelType     string   `toml:"model_type"`
 	Architectures []string `toml:"architectures"`
-	// Seed makes everything deterministic: replies, non-canonical and malformed choices, fault draws.
+	// Seed makes everything deterministic: replies, non-canonical and malformed choices, fault draws. A reply
+	// also depends on the prompt and on the request's rid or sampling_seed (see the package's Determinism).
 	Seed uint64 `toml:"seed"`
 	// Policy is PolicyAgentic (default) or PolicyScripted (needs WithScript).
 	Policy string `toml:"policy"`

@@ -39,11 +39,28 @@
 //
 // # Determinism
 //
-// Replies, non-canonical tokenizations and malformed tool calls derive from Config.Seed and a hash of the
-// request's input ids (and the sample index for n > 1): a retried or replayed request gets the same reply.
-// The agentic policy's plan (which expressions go in which turn) derives from the seed and the task text, so it
-// is stable across the turns of an episode. Fault draws come from a PRNG seeded by Config.Seed and advanced
-// once per /generate request, so a retry draws again.
+// The emulator has no sampler; a per-request PRNG stands in for it. It picks the reply (for the agentic policy:
+// the think block, how many of the remaining calls this turn makes, the plain answer's sentences), the
+// non-canonical tokenization and the malformed tool call, and is seeded from Config.Seed, a hash of the request's
+// input ids, and, by the request's sampling mode:
+//
+//   - greedy (temperature < 1e-6, which SGLang turns into top_k = 1, or top_k = 1): nothing more, so every
+//     sample of a prompt is the same, as SGLang's argmax makes it;
+//   - sampling_params.sampling_seed given: that seed, so the same seed and prompt give the same reply, the n
+//     samples of an n > 1 request included (SGLang's seeded sampler hashes only the seed and the position; it
+//     honours sampling_seed only with --enable-deterministic-inference, the emulator always does);
+//   - otherwise the rid the client sent for the item (a string rid r of a batch counts as r_i, as SGLang names
+//     the item; with n > 1 the samples' own rids are fresh uuids, so the client's rid is used) and the sample
+//     index within an n > 1 request. SGLang samples at random here; the rid is the emulator's stand-in, so
+//     samples with different rids (agentrt sends "<episode id>.<turn>") get different replies while a retry,
+//     which re-sends the same rid, gets the same one. A request without a rid depends on the prompt (and the
+//     sample index) alone.
+//
+// The agentic policy keeps no per-episode plan: each turn reads from the prompt which expressions earlier
+// assistant turns already passed to the calculator, and calls some of the rest (Llama 3: one) or, when none
+// is left, answers; so the samples of a task can spread their calls differently, and every episode calls each
+// expression once. Fault draws come from a PRNG seeded by Config.Seed and advanced once per /generate
+// request, so a retry draws again.
 //
 // # Policies
 //

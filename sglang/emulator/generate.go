@@ -499,8 +499,10 @@ func (s *Server) sleep(ctx context.Context, j *job, d time.Duration) int {
 	}
 }
 
-// requestRand is the per-request randomness: the seed and a hash of the input ids (and the sample index), so a
-// retried or replayed request gets the same reply.
+// requestRand is the per-request randomness, standing in for the sampler (doc.go, Determinism). Greedy
+// decoding depends on the prompt alone; a sampling_seed replaces the randomness of the sample; otherwise the
+// client's rid and the sample index tell the samples of one prompt apart, and a retry (same rid) gets the same
+// reply.
 func (s *Server) requestRand(it *genItem) *rand.Rand {
 	h := uint64(fnvOffset64)
 	for _, id := range it.inputIDs {
@@ -508,7 +510,27 @@ func (s *Server) requestRand(it *genItem) *rand.Rand {
 		h ^= uint64(v)
 		h *= fnvPrime64
 	}
-	return rand.New(rand.NewPCG(s.cfg.Seed, h^uint64(it.sample)*0x9e3779b97f4a7c15))
+	p := it.params
+	switch {
+	case p.greedy:
+		// the argmax: every sample of a prompt is the same
+	case p.hasSeed:
+		h = mixIn(h^0x5eed, uint64(p.samplingSeed))
+	default:
+		if it.clientRID != "" {
+			h = mixIn(h^0x1d, hashString(it.clientRID))
+		}
+		h ^= uint64(it.sample) * 0x9e3779b97f4a7c15
+	}
+	return rand.New(rand.NewPCG(s.cfg.Seed, h))
+}
+
+// mixIn folds v into the hash h (splitmix64's finaliser over their sum), so that nearby values spread apart.
+func mixIn(h, v uint64) uint64 {
+	z := h + v*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
 }
 
 // plan decides the reply and how it finishes: policy text, real tokenizer ids (maybe a non-canonical split),

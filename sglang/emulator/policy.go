@@ -188,10 +188,12 @@ func hashString(s string) uint64 {
 	return h
 }
 
-// agentic answers like a tool-using model: calculator calls for the task's expressions (in one or several turns,
-// as a seed-and-task-dependent plan decides); without a calculator but with a Python tool (a "code" parameter),
-// one call whose code prints each expression, then an answer with the last printed value in \boxed{}; a call to
-// the first tool when there is no arithmetic; then a final answer built from the tool results.
+// agentic answers like a tool-using model: calculator calls for the task's expressions (all in one turn, or
+// spread over several: each turn draws how many of the expressions not yet called it calls); without a
+// calculator but with a Python tool (a "code" parameter), one call whose code prints each expression, then an
+// answer with the last printed value in \boxed{}; a call to the first tool when there is no arithmetic; then a
+// final answer built from the tool results. Which calls are done is read from the conversation, so every turn of
+// an episode agrees with the earlier ones whatever rng draws.
 func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	format := s.cfg.ToolFormat
 	if format == "" {
@@ -207,37 +209,38 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		(c.open == nil || !strings.Contains(c.open.content, "</think>")) {
 		think = "<think>\n" + thinkFiller(s.cfg.ThinkWords, rng)
 	}
-	var batches [][]call
 	calc, param, hasCalc := calculatorTool(c.tools)
 	py, pyParam, hasPy := codeTool(c.tools)
 	exprs := findExpressions(task)
 	usePy := !hasCalc && hasPy && len(exprs) > 0
+	useCalc := hasCalc && len(exprs) > 0
+	useOther := !usePy && !useCalc && len(c.tools) > 0 && task != ""
+	var cs []call // this turn's calls
 	switch {
-	case usePy:
-		batches = [][]call{{{py.Name, []kv{{pyParam, pythonProgram(exprs)}}}}}
-	case hasCalc && len(exprs) > 0:
-		plan := rand.New(rand.NewPCG(s.cfg.Seed^hashString(task), 0x9e3779b97f4a7c15))
-		var calls []call
-		for _, e := range exprs {
-			calls = append(calls, call{calc.Name, []kv{{param, e}}})
-		}
-		switch {
-		case format == FormatLlama3 || (len(calls) > 1 && plan.IntN(3) == 0):
-			for _, cl := range calls {
-				batches = append(batches, []call{cl})
+	case usePy && turn == 0:
+		cs = []call{{py.Name, []kv{{pyParam, pythonProgram(exprs)}}}}
+	case useCalc:
+		called := calledExpressions(c, param, exprs)
+		var rest []call
+		for i, e := range exprs {
+			if !called[i] {
+				rest = append(rest, call{calc.Name, []kv{{param, e}}})
 			}
-		case len(calls) > 2 && plan.IntN(2) == 0:
-			h := len(calls) / 2
-			batches = [][]call{calls[:h], calls[h:]}
-		default:
-			batches = [][]call{calls}
 		}
-	case len(c.tools) > 0 && task != "":
+		k := len(rest)
+		switch {
+		case k == 0:
+		case format == FormatLlama3 || (k > 1 && rng.IntN(3) == 0):
+			k = 1 // one call a turn (the Llama 3.1 template allows no more)
+		case k > 2 && rng.IntN(2) == 0:
+			k /= 2
+		}
+		cs = rest[:k]
+	case useOther && turn == 0:
 		t := c.tools[0]
-		batches = [][]call{{{t.Name, synthArgs(t, task)}}}
+		cs = []call{{t.Name, synthArgs(t, task)}}
 	}
-	if turn < len(batches) {
-		cs := batches[turn]
+	if len(cs) > 0 {
 		if think != "" {
 			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.\n</think>\n\n", cs[0].name, len(cs))
 		}
@@ -254,7 +257,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	switch {
 	case usePy:
 		return think + pythonAnswer(exprs, results)
-	case len(batches) > 0 && hasCalc && len(exprs) > 0:
+	case useCalc:
 		var b strings.Builder
 		for i, e := range exprs {
 			if i < len(results) {
@@ -269,13 +272,48 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 			b.WriteString("I could not get a result from the calculator.")
 		}
 		return think + b.String()
-	case len(batches) > 0:
+	case useOther:
 		if len(results) == 0 {
 			return think + "The tool returned nothing, so I cannot answer."
 		}
 		return think + "Based on the tool result: " + resultValue(results[len(results)-1])
 	}
 	return think + plainAnswer(task, rng)
+}
+
+// calledExpressions reports which of exprs earlier assistant turns already passed to the calculator's param,
+// found by the argument as renderCalls writes it in any format (a JSON `"param": "expr"`, or qwen3_coder's
+// <parameter=param> block). A malformed call counts as made, as a model does not repeat it; an expression
+// that occurs twice in the task needs two calls.
+func calledExpressions(c *conversation, param string, exprs []string) []bool {
+	var prior strings.Builder
+	for i := c.taskIdx + 1; i < len(c.messages) && c.taskIdx >= 0; i++ {
+		if c.messages[i].role == "assistant" {
+			prior.WriteString(c.messages[i].content)
+			prior.WriteByte(0) // no fragment spans two messages
+		}
+	}
+	done := make([]bool, len(exprs))
+	if prior.Len() == 0 {
+		return done
+	}
+	text := prior.String()
+	key := valueText(param, true)
+	seen := map[string]int{}
+	for i, e := range exprs {
+		n, ok := seen[e]
+		if !ok {
+			v := valueText(e, true)
+			n = strings.Count(text, key+": "+v) + strings.Count(text, key+":"+v) +
+				strings.Count(text, "<parameter="+param+">\n"+e+"\n</parameter>")
+		}
+		if n > 0 {
+			done[i] = true
+			n--
+		}
+		seen[e] = n
+	}
+	return done
 }
 
 // pythonAnswer is the final answer after a Python tool ran the expressions: each expression with the line it

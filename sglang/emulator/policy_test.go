@@ -156,8 +156,9 @@ type episode struct {
 }
 
 // runEpisode drives a tool-using episode against the emulator the way a TITO client does: append output_ids
-// verbatim, then the template glue and the tool results.
-func runEpisode(t *testing.T, url string, m *testModel, format string, task string) episode {
+// verbatim, then the template glue and the tool results. A non-empty episodeID is sent as rid
+// "<episodeID>.<turn>", the way agentrt names its requests.
+func runEpisode(t *testing.T, url string, m *testModel, format, task, episodeID string) episode {
 	t.Helper()
 	var ids []int32
 	if format == FormatLlama3 {
@@ -168,7 +169,11 @@ func runEpisode(t *testing.T, url string, m *testModel, format string, task stri
 	var ep episode
 	for turn := 0; turn < 8; turn++ {
 		ep.requests = append(ep.requests, ids)
-		g := generate(t, url, map[string]any{"input_ids": ids, "sampling_params": map[string]any{"max_new_tokens": 1024}})
+		body := map[string]any{"input_ids": ids, "sampling_params": map[string]any{"max_new_tokens": 1024}}
+		if episodeID != "" {
+			body["rid"] = fmt.Sprintf("%s.%d", episodeID, turn)
+		}
+		g := generate(t, url, body)
 		if last := g.OutputIDs[len(g.OutputIDs)-1]; last != m.StopIDs[0] {
 			t.Fatalf("turn %d: output ends with %d, want %d", turn, last, m.StopIDs[0])
 		}
@@ -223,7 +228,7 @@ func TestAgenticFormats(t *testing.T) {
 				cfg.ToolFormat = format
 				cfg.Seed = seed
 				_, url := start(t, cfg, m.Tokenizer)
-				ep := runEpisode(t, url, m, format, task)
+				ep := runEpisode(t, url, m, format, task, "")
 				if !slices.Equal(ep.exprs, []string{"12*7", "(3+4)/2", "100-58"}) {
 					t.Fatalf("seed %d: called with %v", seed, ep.exprs)
 				}
@@ -386,7 +391,7 @@ func TestLogPrefixInvariant(t *testing.T) {
 	cfg := testConfig(m)
 	cfg.Seed = 3
 	srv, url := start(t, cfg, m.Tokenizer, WithLog(&buf))
-	ep := runEpisode(t, url, m, FormatHermes, "Compute 12*7, then (3+4)/2 and 100-58 for me.")
+	ep := runEpisode(t, url, m, FormatHermes, "Compute 12*7, then (3+4)/2 and 100-58 for me.", "")
 	post(t, url, "/generate", map[string]any{"input_ids": []int{1, 2}, "stream": true, "sampling_params": map[string]any{"max_new_tokens": 3}})
 	get(t, url, "/health")
 	if err := srv.Close(context.Background()); err != nil {

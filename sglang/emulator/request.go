@@ -51,6 +51,9 @@ type samplingParams struct {
 	noStopTrim        bool
 	n                 int
 	streamInterval    int
+	greedy            bool  // temperature < 1e-6 or top_k = 1: SGLang takes the argmax
+	samplingSeed      int64 // sampling_seed (meaningful when hasSeed)
+	hasSeed           bool
 }
 
 // knownSamplingKey reports whether k is a SamplingParams field.
@@ -76,6 +79,7 @@ type genItem struct {
 	topLogprobsNum  int
 	tokenIDsLogprob []int32
 	sample          int
+	clientRID       string // the rid the client gave this item ("" when none); it picks the sample
 	extraKey        string
 	abortMsg        string // scheduler-side abort (400) decided at admission
 
@@ -303,6 +307,13 @@ func parseSampling(raw json.RawMessage) (samplingParams, *reqError) {
 	first(err)
 	p.noStopTrim, err = boolv("no_stop_trim", false)
 	first(err)
+	if v, ok := m["sampling_seed"]; ok && !isNull(v) {
+		n, ok := parseIntLax(v)
+		if !ok {
+			first(internal("sampling_seed"))
+		}
+		p.samplingSeed, p.hasSeed = int64(n), true
+	}
 	if v, ok := m["stop_token_ids"]; ok && !isNull(v) {
 		if json.Unmarshal(v, &p.stopTokenIDs) != nil {
 			first(internal("stop_token_ids"))
@@ -360,6 +371,7 @@ func parseSampling(raw json.RawMessage) (samplingParams, *reqError) {
 	if p.streamInterval < 1 {
 		p.streamInterval = 1
 	}
+	p.greedy = topK == 1 // the sampler's is_all_greedy test
 	return p, nil
 }
 
@@ -536,17 +548,20 @@ func parseGenerate(body []byte, tok Tokenizer, contextLen int) (*genRequest, *re
 	for i := 0; i < nPrompts; i++ {
 		for s := 0; s < n; s++ {
 			it := &genItem{index: len(r.items), inputIDs: ids[i], params: params[i], sample: s, logprobStartLen: -1}
+			given := true
 			switch {
-			case n > 1:
-				it.rid = newRID()
 			case ridList:
-				_ = json.Unmarshal(rids[i], &it.rid)
+				_ = json.Unmarshal(rids[i], &it.clientRID)
 			case baseRID != "" && r.batch:
-				it.rid = fmt.Sprintf("%s_%d", baseRID, i)
+				it.clientRID = fmt.Sprintf("%s_%d", baseRID, i)
 			case baseRID != "":
-				it.rid = baseRID
+				it.clientRID = baseRID
 			default:
-				it.rid = newRID()
+				given = false
+			}
+			it.rid = it.clientRID
+			if n > 1 || !given {
+				it.rid = newRID() // with n > 1 every sample gets a fresh uuid rid, as in SGLang
 			}
 			if seen[it.rid] {
 				return nil, valueErr("Duplicate request ID detected: %s", it.rid)
