@@ -119,6 +119,18 @@ func NewAgent(cfg AgentConfig, d AgentDeps) (*Agent, error) {
 	return a, nil
 }
 
+// Close releases what the agent's tools hold outside the plugin host (a command tool's compiled module and any
+// scratch directories left behind). Plugin modules belong to the host and close with it.
+func (a *Agent) Close(ctx context.Context) error {
+	var errs []error
+	for _, tb := range a.d.Tools {
+		if c, ok := tb.Tool.(interface{ Close(context.Context) error }); ok {
+			errs = append(errs, c.Close(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Name is the agent's configured name.
 func (a *Agent) Name() string { return a.cfg.Name }
 
@@ -513,7 +525,13 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		jobs = append(jobs, func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			res, err := tb.Tool.Call(cctx, c.tc.Name, json.RawMessage(c.tc.Arguments))
+			var res abi.ToolResult
+			var err error
+			if et, ok := tb.Tool.(EpisodeTool); ok {
+				res, err = et.CallEpisode(cctx, e.ep.ID, c.tc.Name, json.RawMessage(c.tc.Arguments))
+			} else {
+				res, err = tb.Tool.Call(cctx, c.tc.Name, json.RawMessage(c.tc.Arguments))
+			}
 			switch {
 			case err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 				c.result, c.outcome = errorResult(fmt.Sprintf("Error: tool %s timed out after %s", c.tc.Name, timeout)), "timeout"
@@ -672,6 +690,11 @@ func (e *episode) end(ctx context.Context) {
 	}
 	if err := t.Validate(); err != nil && t.Status != StatusFailed {
 		t.Status, t.StatusReason, t.Error = StatusFailed, ReasonInvariant, err.Error()
+	}
+	for _, tb := range e.a.d.Tools {
+		if et, ok := tb.Tool.(EpisodeTool); ok {
+			et.EndEpisode(e.ep.ID)
+		}
 	}
 	msgs, _ := json.Marshal(e.msgs)
 	t.Messages = msgs

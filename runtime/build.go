@@ -219,6 +219,9 @@ func loadCommand(ctx context.Context, host *plugin.Host, pc PluginConfig) (*comm
 	if c.Scratch != nil {
 		cfg.Scratch = *c.Scratch
 	}
+	if c.ScratchScope != "" {
+		cfg.ScratchScope = c.ScratchScope
+	}
 	cfg.MaxOutputBytes, cfg.MaxConcurrent = c.MaxOutputBytes, c.MaxConcurrent
 	cfg.Timeout, cfg.MaxMemoryMB = pc.Timeout.Duration, pc.MaxMemoryMB
 	cfg.Clock, cfg.Random = pc.Clock, pc.Random

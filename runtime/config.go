@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
 )
@@ -161,8 +162,11 @@ type CommandConfig struct {
 	Stdin string `toml:"stdin"`
 	// Env are KEY=VALUE environment variables.
 	Env []string `toml:"env"`
-	// Scratch gives each call a fresh writable /tmp, removed afterwards.
+	// Scratch grants a writable /tmp, empty at first and removed afterwards.
 	Scratch *bool `toml:"scratch"`
+	// ScratchScope is "episode" (default: the calls of an episode share /tmp, removed when the episode ends) or
+	// "call" (a fresh /tmp per call).
+	ScratchScope string `toml:"scratch_scope"`
 	// MaxOutputBytes caps stdout and stderr each (default 16 KiB).
 	MaxOutputBytes int `toml:"max_output_bytes"`
 	// MaxConcurrent bounds the runs in flight (default GOMAXPROCS).
@@ -330,6 +334,8 @@ func (c *CommandConfig) validate(agent string, p PluginConfig) error {
 		return &FieldError{"agent.tools.config", fmt.Sprintf("agent %q: command tool %s: config is for ABI plugins; a command takes args and stdin", agent, p.Plugin)}
 	case len(p.Only) > 0:
 		return &FieldError{"agent.tools.only", fmt.Sprintf("agent %q: command tool %s is one tool: only does not apply", agent, p.Plugin)}
+	case c.ScratchScope != "" && c.ScratchScope != command.ScopeEpisode && c.ScratchScope != command.ScopeCall:
+		return &FieldError{"agent.tools.command.scratch_scope", fmt.Sprintf("agent %q: command tool %s: scratch_scope %q: want %q or %q", agent, p.Plugin, c.ScratchScope, command.ScopeEpisode, command.ScopeCall)}
 	case c.MaxOutputBytes < 0 || c.MaxConcurrent < 0:
 		return &FieldError{"agent.tools.command", fmt.Sprintf("agent %q: command tool %s: max_output_bytes and max_concurrent must be >= 0", agent, p.Plugin)}
 	}

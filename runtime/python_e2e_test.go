@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +97,10 @@ func toolMessages(t *testing.T, tr *tito.Trajectory) []string {
 }
 
 func TestPythonToolMathEpisodes(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp) // the episodes' scratch directories go here (os.TempDir), and must be gone at the end
 	h := newPythonHarness(t, emulator.DefaultConfig(), mathAgent(t, 20*time.Second))
+	t.Cleanup(func() { h.agent.Close(context.Background()) })
 	if specs := h.agent.ToolSpecs(); len(specs) != 1 || !strings.Contains(string(specs[0]), `"name":"execute_python_code"`) {
 		t.Fatalf("tool specs %s", specs)
 	}
@@ -141,6 +145,9 @@ func TestPythonToolMathEpisodes(t *testing.T) {
 			plugins, _ := tr.Provenance[tito.ProvPlugins].(map[string]string)
 			if sha := plugins[mathAgent(t, 0).Tools[0].Plugin]; len(sha) != 64 {
 				t.Errorf("provenance lacks the python module's sha256: %v", tr.Provenance[tito.ProvPlugins])
+			}
+			if left, _ := filepath.Glob(filepath.Join(tmp, "agentrt-scratch-*")); len(left) != 0 {
+				t.Errorf("the episode's scratch directory outlived it: %v", left)
 			}
 		})
 	}
@@ -228,6 +235,7 @@ func TestCommandToolValidation(t *testing.T) {
 		{"config", runtime.PluginConfig{Plugin: "p.wasm", Config: map[string]any{"a": 1}, Command: &runtime.CommandConfig{Preset: "python"}}, "config is for ABI plugins"},
 		{"only", runtime.PluginConfig{Plugin: "p.wasm", Only: []string{"x"}, Command: &runtime.CommandConfig{Preset: "python"}}, "only does not apply"},
 		{"negative", runtime.PluginConfig{Plugin: "p.wasm", Command: &runtime.CommandConfig{Preset: "python", MaxOutputBytes: -1}}, "must be >= 0"},
+		{"scratch scope", runtime.PluginConfig{Plugin: "p.wasm", Command: &runtime.CommandConfig{Preset: "python", ScratchScope: "turn"}}, `scratch_scope "turn": want "episode" or "call"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

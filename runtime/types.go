@@ -31,6 +31,14 @@ type Tool interface {
 	Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error)
 }
 
+// EpisodeTool is a Tool that keeps resources per episode (a command tool's per-episode scratch directory): the loop
+// calls it with the episode's id, and ends the episode once the episode is over.
+type EpisodeTool interface {
+	Tool
+	CallEpisode(ctx context.Context, episodeID, name string, args json.RawMessage) (abi.ToolResult, error)
+	EndEpisode(episodeID string)
+}
+
 // ToolBinding attaches one tool plugin to an agent.
 type ToolBinding struct {
 	// Plugin names the plugin (for errors and provenance); SHA256 identifies its module.

@@ -114,6 +114,7 @@ func buildSystem(ctx context.Context, cfg *runtime.Config, logw io.Writer, plugi
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}
 		s.agents[ac.Name] = a
+		s.closers = append(s.closers, func() { a.Close(context.Background()) })
 	}
 	return s, nil
 }

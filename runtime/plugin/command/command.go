@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -31,8 +32,17 @@ const (
 	DefaultTimeout        = 10 * time.Second
 	DefaultMaxMemoryMB    = 256
 	DefaultMaxOutputBytes = 16 << 10
-	// ScratchDir is where the per-call scratch directory appears in the guest.
+	// ScratchDir is where the scratch directory appears in the guest.
 	ScratchDir = "/tmp"
+)
+
+// Scratch scopes: how long a scratch directory lives.
+const (
+	// ScopeEpisode shares one directory among the calls of an episode (files written by one call are there for
+	// the next) and removes it when the episode ends (EndEpisode). Calls made without an episode get their own.
+	ScopeEpisode = "episode"
+	// ScopeCall gives every call a fresh directory, removed when the call returns.
+	ScopeCall = "call"
 )
 
 // Config describes one command tool. Args and Stdin are templates: "{name}" is replaced by the call's argument
@@ -60,8 +70,10 @@ type Config struct {
 	MaxOutputBytes int `toml:"max_output_bytes"`
 	// MaxConcurrent bounds the runs in flight (each holds up to MaxMemoryMB); 0 means GOMAXPROCS.
 	MaxConcurrent int `toml:"max_concurrent"`
-	// Scratch gives each run a fresh writable directory at /tmp, removed afterwards.
+	// Scratch grants a writable directory at /tmp, empty at first and removed afterwards (see ScratchScope).
 	Scratch bool `toml:"scratch"`
+	// ScratchScope is ScopeEpisode (the default: one directory per episode) or ScopeCall (one per call).
+	ScratchScope string `toml:"scratch_scope"`
 	// ScratchRoot is the host directory scratch directories are created in ("" for os.TempDir()).
 	ScratchRoot string `toml:"scratch_root"`
 	// Mounts are read-only host directories.
@@ -82,11 +94,13 @@ func Python() Config {
 		Name: "execute_python_code",
 		Description: "Run Python 3.12 code and return what it prints (stdout, and stderr if any). Each call starts a " +
 			"fresh interpreter: print() every value you need. Standard library only (math, fractions, itertools, " +
-			"decimal, statistics, ...; no numpy or sympy), no network, files only under /tmp.",
+			"decimal, statistics, ...; no numpy or sympy), no network, files only under /tmp (they persist across " +
+			"the calls of this conversation).",
 		Parameters: json.RawMessage(`{"type":"object","properties":{"code":{"type":"string",` +
 			`"description":"Python source code to run"}},"required":["code"]}`),
-		Args:    []string{"python", "-I", "-c", "{code}"},
-		Scratch: true,
+		Args:         []string{"python", "-I", "-c", "{code}"},
+		Scratch:      true,
+		ScratchScope: ScopeEpisode,
 	}
 }
 
@@ -108,6 +122,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConcurrent <= 0 {
 		c.MaxConcurrent = runtime.GOMAXPROCS(0)
+	}
+	if c.ScratchScope == "" {
+		c.ScratchScope = ScopeEpisode
 	}
 	return c
 }
@@ -142,6 +159,9 @@ func (c Config) Validate() error {
 			return fmt.Errorf("command: %s: parameters is not a JSON object: %w", c.Name, err)
 		}
 	}
+	if c.ScratchScope != "" && c.ScratchScope != ScopeEpisode && c.ScratchScope != ScopeCall {
+		return fmt.Errorf("command: %s: scratch_scope %q: want %q or %q", c.Name, c.ScratchScope, ScopeEpisode, ScopeCall)
+	}
 	if c.MaxMemoryMB > 4096 {
 		return fmt.Errorf("command: %s: max_memory_mb %d exceeds the 4096 MiB a 32-bit guest can address", c.Name, c.MaxMemoryMB)
 	}
@@ -173,6 +193,9 @@ type Tool struct {
 	cm     wazero.CompiledModule
 	slots  chan struct{}
 	closed chan struct{}
+
+	mu       sync.Mutex
+	episodes map[string]string // episode id -> its scratch directory (ScopeEpisode)
 }
 
 // New compiles wasm (through cfg.CacheDir's compilation cache) and returns the tool.
@@ -186,7 +209,8 @@ func New(ctx context.Context, wasm []byte, cfg Config) (*Tool, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	t := &Tool{cfg: cfg, names: cfg.placeholders(), slots: make(chan struct{}, cfg.MaxConcurrent), closed: make(chan struct{})}
+	t := &Tool{cfg: cfg, names: cfg.placeholders(), slots: make(chan struct{}, cfg.MaxConcurrent), closed: make(chan struct{}),
+		episodes: map[string]string{}}
 	sum := sha256.Sum256(wasm)
 	t.sha = hex.EncodeToString(sum[:])
 	t.spec = abi.ToolSpec{Name: cfg.Name, Description: cfg.Description, Parameters: abi.RawJSON(cfg.Parameters)}
@@ -255,7 +279,8 @@ func (t *Tool) SHA256() string { return t.sha }
 // Config is the effective configuration (defaults applied).
 func (t *Tool) Config() Config { return t.cfg }
 
-// Close releases the compiled module, its runtime and the cache handle. Runs in flight are stopped.
+// Close releases the compiled module, its runtime and the cache handle, and removes the scratch directories of
+// episodes that were not ended. Runs in flight are stopped.
 func (t *Tool) Close(ctx context.Context) error {
 	select {
 	case <-t.closed:
@@ -263,7 +288,44 @@ func (t *Tool) Close(ctx context.Context) error {
 	default:
 		close(t.closed)
 	}
-	return errors.Join(t.rt.Close(ctx), t.cache.Close(ctx))
+	err := errors.Join(t.rt.Close(ctx), t.cache.Close(ctx))
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, dir := range t.episodes {
+		err = errors.Join(err, os.RemoveAll(dir))
+		delete(t.episodes, id)
+	}
+	return err
+}
+
+// EndEpisode removes the episode's scratch directory (ScopeEpisode), if its calls made one. Call it once the
+// episode's calls have returned.
+func (t *Tool) EndEpisode(episodeID string) {
+	t.mu.Lock()
+	dir, ok := t.episodes[episodeID]
+	delete(t.episodes, episodeID)
+	t.mu.Unlock()
+	if ok {
+		os.RemoveAll(dir)
+	}
+}
+
+// scratch returns the run's scratch directory and whether the run must remove it when it returns.
+func (t *Tool) scratch(episodeID string) (dir string, perCall bool, err error) {
+	if episodeID == "" || t.cfg.ScratchScope == ScopeCall {
+		dir, err = os.MkdirTemp(t.cfg.ScratchRoot, "agentrt-scratch-")
+		return dir, true, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if dir, ok := t.episodes[episodeID]; ok {
+		return dir, false, nil
+	}
+	if dir, err = os.MkdirTemp(t.cfg.ScratchRoot, "agentrt-scratch-"); err != nil {
+		return "", false, err
+	}
+	t.episodes[episodeID] = dir
+	return dir, false, nil
 }
 
 // Outcome classifies how a run ended.
@@ -291,13 +353,20 @@ type Result struct {
 	Duration time.Duration
 }
 
-// Run runs the program once with the call's arguments (a JSON object).
+// Run runs the program once with the call's arguments (a JSON object), outside any episode: with Scratch, in a
+// directory of its own.
 //
 // # Errors
 //
 // Only ctx ending before or during the run (the run is then stopped), a closed Tool, or a host-side failure (the
 // scratch directory cannot be created). Everything the program does is in the Result.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
+	return t.RunEpisode(ctx, "", args)
+}
+
+// RunEpisode is Run as a call of the episode episodeID: with Scratch and ScopeEpisode, the runs of one episode
+// share a scratch directory until EndEpisode.
+func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMessage) (Result, error) {
 	argv, stdin, err := t.fill(args)
 	if err != nil {
 		return Result{Outcome: OutcomeBadInput, Message: err.Error()}, nil
@@ -336,11 +405,13 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (Result, error) {
 		fsc, mounted = fsc.WithReadOnlyDirMount(m.HostDir, m.GuestDir), true
 	}
 	if t.cfg.Scratch {
-		dir, err := os.MkdirTemp(t.cfg.ScratchRoot, "agentrt-scratch-")
+		dir, perCall, err := t.scratch(episodeID)
 		if err != nil {
 			return Result{}, fmt.Errorf("command: %s: scratch directory: %w", t.cfg.Name, err)
 		}
-		defer os.RemoveAll(dir)
+		if perCall {
+			defer os.RemoveAll(dir)
+		}
 		fsc, mounted = fsc.WithDirMount(dir, ScratchDir), true
 	}
 	if mounted {
@@ -443,11 +514,16 @@ func quoteList(names []string) string {
 //
 // As [Tool.Run], plus a name other than the tool's.
 func (t *Tool) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {
+	return t.CallEpisode(ctx, "", name, args)
+}
+
+// CallEpisode is Call as a call of the episode episodeID (see RunEpisode).
+func (t *Tool) CallEpisode(ctx context.Context, episodeID, name string, args json.RawMessage) (abi.ToolResult, error) {
 	if name != t.cfg.Name {
 		msg := fmt.Sprintf("Error: unknown tool %q (this tool is %q)", name, t.cfg.Name)
 		return abi.ToolResult{Text: &msg, IsError: true}, nil
 	}
-	r, err := t.Run(ctx, args)
+	r, err := t.RunEpisode(ctx, episodeID, args)
 	if err != nil {
 		return abi.ToolResult{}, err
 	}

@@ -140,6 +140,43 @@ func TestPythonSandbox(t *testing.T) {
 	}
 }
 
+// TestEpisodeScratch: the calls of one episode share /tmp, other episodes and episode-less calls do not see it,
+// and EndEpisode removes it.
+func TestEpisodeScratch(t *testing.T) {
+	tool := python(t)
+	run := func(episode, code string) string {
+		t.Helper()
+		r, err := tool.CallEpisode(context.Background(), episode, tool.Spec().Name, codeArgs(code))
+		if err != nil || r.Text == nil || r.IsError {
+			t.Fatalf("CallEpisode(%q, %q) = %+v, %v", episode, code, r, err)
+		}
+		return *r.Text
+	}
+	run("ep-a", `open("/tmp/notes.txt", "w").write("from call 1")`)
+	if got := run("ep-a", `print(open("/tmp/notes.txt").read())`); got != "from call 1" {
+		t.Errorf("the episode's second call read %q, want the first call's file", got)
+	}
+	if got := run("ep-b", `import os; print(os.listdir("/tmp"))`); got != "[]" {
+		t.Errorf("another episode sees %s in /tmp", got)
+	}
+	if got, _ := call(t, tool, `import os; print(os.listdir("/tmp"))`); got != "[]" {
+		t.Errorf("a call outside any episode sees %s in /tmp", got)
+	}
+	if left, _ := os.ReadDir(scratch); len(left) != 2 {
+		t.Errorf("want the two episodes' directories while they run, have %v", left)
+	}
+	tool.EndEpisode("ep-a")
+	tool.EndEpisode("ep-b")
+	tool.EndEpisode("never-called") // no directory: nothing to do
+	if left, _ := os.ReadDir(scratch); len(left) != 0 {
+		t.Errorf("scratch directories left after EndEpisode: %v", left)
+	}
+	if got := run("ep-a", `import os; print(os.listdir("/tmp"))`); got != "[]" {
+		t.Errorf("an ended episode's id starts over with an empty /tmp, got %s", got)
+	}
+	tool.EndEpisode("ep-a")
+}
+
 func TestPythonOutputCap(t *testing.T) {
 	tool := python(t)
 	r, err := tool.Run(context.Background(), codeArgs(`print("x" * 100000)`))

@@ -5,7 +5,8 @@
 // Every call is sandboxed: a wall-clock limit (wazero's CloseOnContextDone kills a runaway guest), a linear-memory
 // limit, a cap on captured output, no network (WASI preview 1 has no sockets), no environment beyond what the
 // [Config] sets, a fake clock and deterministic randomness unless granted, and no files except read-only mounts and,
-// when [Config].Scratch is set, a fresh writable directory at /tmp that is removed after the call. A program that
+// when [Config].Scratch is set, a writable directory at /tmp: one per episode by default ([ScopeEpisode]: the calls
+// of an episode share it, [Tool.EndEpisode] removes it), or a fresh one per call ([ScopeCall]). A program that
 // fails (non-zero exit, timeout, out of memory, crash) yields an error result the model sees, never a Go error;
 // Go errors are reserved for the caller's context ending and host-side failures.
 //
