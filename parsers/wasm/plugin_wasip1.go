@@ -65,10 +65,8 @@ func parse(text string, out *sdk.ParseOutput) {
 	parser.ParseInto(&result, text, tools)
 	r := &result
 	for _, c := range r.Calls {
-		if err := out.AddCall(c.ID, c.Name, c.Arguments, c.Span[0], c.Span[1]); err != nil {
-			// Unreachable: parsers only emit JSON objects. Report rather than drop.
-			out.AddError(string(parsers.ReasonBadArguments), err.Error(), text[c.Span[0]:c.Span[1]], c.Span[0], c.Span[1])
-		}
+		// Arguments are compact JSON objects, checked by the parser (parsers.Call): no second scan here.
+		out.AddCheckedCall(c.ID, c.Name, c.Arguments, c.Span[0], c.Span[1])
 	}
 	for _, e := range r.Errors {
 		out.AddError(string(e.Reason), e.Message, e.Raw, e.Span[0], e.Span[1])
