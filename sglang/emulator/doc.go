@@ -72,8 +72,9 @@
 // one call per turn); without a calculator but with a Python tool (a "code" parameter, or "python" in the
 // name) it sends one program that prints each expression and boxes the last printed value in its answer; with
 // another tool it calls the first tool once with arguments made from its schema; once
-// the planned calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."). Without
-// tools it answers in a few sentences. Config.ThinkRate adds a <think> block (ChatML). The scripted policy
+// the calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."), saying a result
+// that is an error ("Error: ...") could not be computed rather than quoting it. Without tools it answers in a
+// few sentences. Config.ThinkRate adds a <think> block (ChatML). The scripted policy
 // replies from a Script (ParseScript), keyed per conversation and indexed by turn.
 //
 // # Prefix cache

@@ -260,21 +260,24 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	case useCalc:
 		var b strings.Builder
 		for i, e := range exprs {
-			if i < len(results) {
+			if i < len(results) && !toolFailed(results[i]) {
 				fmt.Fprintf(&b, "%s = %s\n", e, resultValue(results[i]))
 			} else {
 				fmt.Fprintf(&b, "%s could not be computed.\n", e)
 			}
 		}
-		if len(results) > 0 {
-			fmt.Fprintf(&b, "The answer is %s.", resultValue(results[min(len(results), len(exprs))-1]))
+		if last := min(len(results), len(exprs)) - 1; last >= 0 && !toolFailed(results[last]) {
+			fmt.Fprintf(&b, "The answer is %s.", resultValue(results[last]))
 		} else {
 			b.WriteString("I could not get a result from the calculator.")
 		}
 		return think + b.String()
 	case useOther:
-		if len(results) == 0 {
+		switch {
+		case len(results) == 0:
 			return think + "The tool returned nothing, so I cannot answer."
+		case toolFailed(results[len(results)-1]):
+			return think + "The tool failed, so I cannot answer."
 		}
 		return think + "Based on the tool result: " + resultValue(results[len(results)-1])
 	}
@@ -323,7 +326,7 @@ func pythonAnswer(exprs []string, results []string) string {
 		return "The code did not run, so I cannot answer."
 	}
 	out := strings.TrimSpace(results[len(results)-1])
-	if out == "" || strings.HasPrefix(out, "Error") {
+	if out == "" || toolFailed(out) {
 		return "The code failed, so I cannot give an answer."
 	}
 	lines := strings.Split(out, "\n")
@@ -336,6 +339,10 @@ func pythonAnswer(exprs []string, results []string) string {
 	fmt.Fprintf(&b, "The answer is \\boxed{%s}.", strings.TrimSpace(lines[min(len(lines), len(exprs))-1]))
 	return b.String()
 }
+
+// toolFailed reports an error result ("Error: ..."). The answer does not quote it: an error about a malformed
+// call quotes the call, and an answer holding a tool-call tag would be parsed as another call.
+func toolFailed(r string) bool { return strings.HasPrefix(strings.TrimSpace(r), "Error") }
 
 // resultValue takes "result" (or "output") out of a JSON object result, else the text itself.
 func resultValue(r string) string {

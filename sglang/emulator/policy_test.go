@@ -330,6 +330,29 @@ func TestAgenticMalformed(t *testing.T) {
 	}
 }
 
+// TestAgenticErrorResult: an error result (a malformed call's parse error quotes the call) is reported as a
+// failure, never quoted: an answer holding a tool-call tag would be parsed as another call.
+func TestAgenticErrorResult(t *testing.T) {
+	m := qwen(t)
+	_, url := start(t, testConfig(m), m.Tokenizer)
+	errResult := "Error: the tool call could not be parsed (unclosed_tag): <tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"6*7\"}}"
+	for _, tc := range []struct{ task, tool, want string }{
+		{"What is 6*7?", calcToolJSON, "6*7 could not be computed.\nI could not get a result from the calculator."},
+		{"What is the weather in Paris?", weatherTool, "The tool failed, so I cannot answer."},
+	} {
+		ids := qwenIDs(m, tc.task, tc.tool)
+		g := generate(t, url, map[string]any{"input_ids": ids})
+		if calls, err := parseCalls(FormatHermes, g.Text); err != nil || len(calls) != 1 {
+			t.Fatalf("%q: first turn %q: %v", tc.task, g.Text, err)
+		}
+		ids = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn(errResult), false)...)
+		g = generate(t, url, map[string]any{"input_ids": ids})
+		if g.Text != tc.want {
+			t.Errorf("%q: answer after an error result %q, want %q", tc.task, g.Text, tc.want)
+		}
+	}
+}
+
 func TestScripted(t *testing.T) {
 	m := qwen(t)
 	task := "Plain task without a marker."
