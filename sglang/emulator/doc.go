@@ -46,9 +46,10 @@
 //
 //   - greedy (temperature < 1e-6, which SGLang turns into top_k = 1, or top_k = 1): nothing more, so every
 //     sample of a prompt is the same, as SGLang's argmax makes it;
-//   - sampling_params.sampling_seed given: that seed, so the same seed and prompt give the same reply, the n
-//     samples of an n > 1 request included (SGLang's seeded sampler hashes only the seed and the position; it
-//     honours sampling_seed only with --enable-deterministic-inference, the emulator always does);
+//   - sampling_params.sampling_seed (an integer) given: that seed, so the same seed and prompt give the same
+//     reply, the n samples of an n > 1 request included (SGLang's seeded sampler hashes only the seed and the
+//     position; it honours sampling_seed only with --enable-deterministic-inference, the emulator always does,
+//     and answers a non-integer one with 500 like any mistyped sampling param);
 //   - otherwise the rid the client sent for the item (a string rid r of a batch counts as r_i, as SGLang names
 //     the item; with n > 1 the samples' own rids are fresh uuids, so the client's rid is used) and the sample
 //     index within an n > 1 request. SGLang samples at random here; the rid is the emulator's stand-in, so
@@ -57,9 +58,9 @@
 //     sample index) alone.
 //
 // The agentic policy keeps no per-episode plan: each turn reads from the prompt which expressions earlier
-// assistant turns already passed to the calculator, and calls some of the rest (Llama 3: one) or, when none
-// is left, answers; so the samples of a task can spread their calls differently, and every episode calls each
-// expression once. Fault draws come from a PRNG seeded by Config.Seed and advanced once per /generate
+// assistant turns already passed to the calculator (a malformed call counts), and calls some of the rest
+// (Llama 3: one) or, when none is left, answers; so the samples of a task can spread their calls differently,
+// and every episode calls each expression once. Fault draws come from a PRNG seeded by Config.Seed and advanced once per /generate
 // request, so a retry draws again.
 //
 // # Policies
