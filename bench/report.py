@@ -75,7 +75,7 @@ def main():
              "Both systems run the same workload (the agent of runtime.toml: Qwen3 chat template with "
              "enable_thinking=false, Hermes tool calls, the calculator tool, a loop limiter with max_tool_iters=5, "
              "max_tool_calls=10, max_parallel_tool_calls=4, max_messages=32; sampling max_new_tokens=1024, "
-             "temperature=1, top_p=1) against a fresh `agentrt emulate --seed 1` per run (a separate process, so its "
+             "temperature=1, top_p=1) against a fresh `agentrt emulate --seed 1 --ignore-rid` per run (a separate process, so its "
              "CPU is not counted) with the real Qwen3 tokenizer. strands-sglang runs as `bench/strands_driver.py` "
              "(SGLangModel + Agent + LoopLimiter + NullConversationManager, one shared SGLangClient and tokenizer, "
              "asyncio concurrency C); agentrt as `agentrt run --concurrency C`.")

@@ -61,7 +61,8 @@ start_emu() {
   rm -f "$log" "$out/addr"
   local latflag=()
   [[ "$lat" != 0 ]] && latflag=(--latency "$lat")
-  "$bin" emulate --model "$model" --addr 127.0.0.1:0 --seed "$seed" --log "$log" "${latflag[@]}" "$@" \
+  # --ignore-rid: replies depend on the prompts alone, so both systems (whose rids differ) get the same workload.
+  "$bin" emulate --model "$model" --addr 127.0.0.1:0 --seed "$seed" --ignore-rid --log "$log" "${latflag[@]}" "$@" \
     > "$out/addr" 2> "$out/emu.err" &
   emu_pid=$!
   for _ in $(seq 300); do [[ -s "$out/addr" ]] && break; sleep 0.1; done

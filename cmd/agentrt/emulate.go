@@ -46,6 +46,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	stopIDs := fs.String("stop-ids", "", "comma-separated stop ids (default: the model's EOS ids)")
 	logFile := fs.String("log", "", "write every request and response as JSON lines to FILE")
 	apiKey := fs.String("api-key", "", "require Authorization: Bearer KEY (SGLang's --api-key; /health stays open)")
+	ignoreRID := fs.Bool("ignore-rid", false, "replies depend on the prompt, not on the client's rid: different clients (or samples) sending the same prompts get the same replies")
 	incremental := fs.Bool("incremental-streaming-output", false, "SSE chunks carry deltas, as SGLang's flag of that name")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -66,7 +67,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	cfg.NonCanonicalRate, cfg.MalformedRate, cfg.ThinkRate = *nonCanonical, *malformed, *think
 	cfg.ContextLength, cfg.MaxRunningRequests, cfg.MaxQueuedRequests = *ctxLen, *maxRunning, *maxQueued
 	cfg.CacheTokens, cfg.WeightVersion = *cacheTokens, *weightVersion
-	cfg.APIKey, cfg.IncrementalStreaming, cfg.ThinkWords = *apiKey, *incremental, *thinkWords
+	cfg.APIKey, cfg.IncrementalStreaming, cfg.ThinkWords, cfg.IgnoreRID = *apiKey, *incremental, *thinkWords, *ignoreRID
 	var err error
 	if cfg.Latency, err = emulator.ParseLatency(*latency); err != nil {
 		fmt.Fprintf(io.err, "agentrt emulate: --latency: %v\n", err)

@@ -188,6 +188,10 @@ type Config struct {
 	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML only, and
 	// never when the generation prompt already closed the think block).
 	ThinkRate float64 `toml:"think_rate"`
+	// IgnoreRID makes replies independent of the client's rid (see doc.go, Determinism): two clients that send
+	// the same prompts get the same replies whatever rids they use, as the side-by-side benchmark needs; samples
+	// of one prompt are then alike unless they carry a sampling_seed or are items of one n > 1 request.
+	IgnoreRID bool `toml:"ignore_rid"`
 	// ThinkWords pads each <think> block with about this many words of filler reasoning (for benchmarks that
 	// need long outputs; 0 keeps it to one sentence).
 	ThinkWords int `toml:"think_words"`

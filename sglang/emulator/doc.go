@@ -53,9 +53,10 @@
 //   - otherwise the rid the client sent for the item (a string rid r of a batch counts as r_i, as SGLang names
 //     the item; with n > 1 the samples' own rids are fresh uuids, so the client's rid is used) and the sample
 //     index within an n > 1 request. SGLang samples at random here; the rid is the emulator's stand-in, so
-//     samples with different rids (agentrt sends "<episode id>.<turn>") get different replies while a retry,
-//     which re-sends the same rid, gets the same one. A request without a rid depends on the prompt (and the
-//     sample index) alone.
+//     samples with different rids (agentrt sends "<episode id>.<turn>") get different replies while a request
+//     re-sent with the same rid gets the same one (agentrt's client names a retry "<rid>-retryN", so a retried
+//     turn may get another reply, as from SGLang). A request without a rid, or any request when
+//     Config.IgnoreRID is set (agentrt emulate --ignore-rid), depends on the prompt (and the sample index) alone.
 //
 // The agentic policy keeps no per-episode plan: each turn reads from the prompt which expressions earlier
 // assistant turns already passed to the calculator (a malformed call counts), and calls some of the rest

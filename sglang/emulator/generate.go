@@ -517,7 +517,7 @@ func (s *Server) requestRand(it *genItem) *rand.Rand {
 	case p.hasSeed:
 		h = mixIn(h^0x5eed, uint64(p.samplingSeed))
 	default:
-		if it.clientRID != "" {
+		if it.clientRID != "" && !s.cfg.IgnoreRID {
 			h = mixIn(h^0x1d, hashString(it.clientRID))
 		}
 		h ^= uint64(it.sample) * 0x9e3779b97f4a7c15

@@ -70,6 +70,25 @@ func TestSamplesDifferByRID(t *testing.T) {
 	}
 }
 
+// TestIgnoreRID: with Config.IgnoreRID, sampled replies depend on the prompt alone (two clients with different
+// rids see the same workload).
+func TestIgnoreRID(t *testing.T) {
+	m := qwen(t)
+	cfg := samplingConfig(m)
+	cfg.IgnoreRID = true
+	_, url := start(t, cfg, m.Tokenizer)
+	for name, ids := range samplePrompts(m) {
+		sp := map[string]any{"temperature": 1, "max_new_tokens": 2048}
+		want := generate(t, url, map[string]any{"input_ids": ids, "sampling_params": sp}).OutputIDs
+		for i := 0; i < 8; i++ {
+			g := generate(t, url, map[string]any{"input_ids": ids, "rid": fmt.Sprintf("ep-%d.0", i), "sampling_params": sp})
+			if !slices.Equal(g.OutputIDs, want) {
+				t.Errorf("%s rid ep-%d.0: the reply depends on the rid under IgnoreRID", name, i)
+			}
+		}
+	}
+}
+
 func TestGreedyIgnoresRID(t *testing.T) {
 	m := qwen(t)
 	_, url := start(t, samplingConfig(m), m.Tokenizer)
