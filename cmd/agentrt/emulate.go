@@ -35,6 +35,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	faults := fs.String("fault-rate", "", "fault rates: one number spread over all kinds, or KIND=RATE,... with kinds 503, 500, reset, stall, truncate, context (and stall_for=DURATION)")
 	nonCanonical := fs.Float64("noncanonical-rate", 0, "fraction of replies with a non-canonical tokenization")
 	malformed := fs.Float64("malformed-rate", 0, "fraction of tool-calling replies with a malformed tool call")
+	wrong := fs.Float64("wrong-answer-rate", 0, "fraction of final answers that misreport the last tool result (so a correctness reward varies within a group)")
 	think := fs.Float64("think-rate", 0, "fraction of agentic replies that open with a <think> block (ChatML)")
 	thinkWords := fs.Int("think-words", 0, "filler words in each <think> block, for long outputs (0: one sentence)")
 	ctxLen := fs.Int("context-length", def.ContextLength, "context length (max_model_len)")
@@ -64,7 +65,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	}
 	cfg := def
 	cfg.Seed, cfg.Policy, cfg.ToolFormat = *seed, *policy, *format
-	cfg.NonCanonicalRate, cfg.MalformedRate, cfg.ThinkRate = *nonCanonical, *malformed, *think
+	cfg.NonCanonicalRate, cfg.MalformedRate, cfg.ThinkRate, cfg.WrongAnswerRate = *nonCanonical, *malformed, *think, *wrong
 	cfg.ContextLength, cfg.MaxRunningRequests, cfg.MaxQueuedRequests = *ctxLen, *maxRunning, *maxQueued
 	cfg.CacheTokens, cfg.WeightVersion = *cacheTokens, *weightVersion
 	cfg.APIKey, cfg.IncrementalStreaming, cfg.ThinkWords, cfg.IgnoreRID = *apiKey, *incremental, *thinkWords, *ignoreRID

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -100,12 +101,22 @@ func TestRunCommand(t *testing.T) {
 func TestRunCommandBadInput(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir)
+	// The line the misspelt key lands on, from the shipped runtime.toml itself.
+	shipped, err := os.ReadFile(filepath.Join("..", "..", "runtime.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := bytes.Index(shipped, []byte("\ntool_timeout = "))
+	if i < 0 {
+		t.Fatal("runtime.toml has no tool_timeout line")
+	}
+	badLine := bytes.Count(shipped[:i+1], []byte("\n")) + 1
 	tests := []struct{ name, prompts, config, want string }{
 		{"invalid JSON", "{\"id\": \"a\", \"prompt\": \"x\"}\n{oops\n", cfg, "prompts.jsonl:2"},
 		{"no id", `{"prompt": "x"}`, cfg, `prompts.jsonl:1: item has no "id"`},
 		{"unknown field", `{"id": "a", "prompt": "x", "temperature": 1}`, cfg, `unknown field "temperature"`},
 		{"duplicate id", "{\"id\": \"a\", \"prompt\": \"x\"}\n{\"id\": \"a\", \"prompt\": \"y\"}\n", cfg, `duplicate id "a" (first on line 1)`},
-		{"bad config key", `{"id": "a", "prompt": "x"}`, writeConfig(t, t.TempDir(), "tool_timeout = ", "tool_timout = "), "runtime.toml:50: agent.tool_timout: unknown key (did you mean \"agent.tool_timeout\"?)"},
+		{"bad config key", `{"id": "a", "prompt": "x"}`, writeConfig(t, t.TempDir(), "tool_timeout = ", "tool_timout = "), fmt.Sprintf("runtime.toml:%d: agent.tool_timout: unknown key (did you mean \"agent.tool_timeout\"?)", badLine)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -185,6 +185,9 @@ type Config struct {
 	// MalformedRate is the fraction of tool-calling replies whose tool call is malformed (broken JSON, unclosed
 	// tag, or unknown tool name).
 	MalformedRate float64 `toml:"malformed_rate"`
+	// WrongAnswerRate is the fraction of final answers after tool results that report a wrong value for the
+	// last expression (a slip, as a sampled model makes), so that a correctness reward varies within a group.
+	WrongAnswerRate float64 `toml:"wrong_answer_rate"`
 	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML only, and
 	// never when the generation prompt already closed the think block).
 	ThinkRate float64 `toml:"think_rate"`
@@ -251,7 +254,8 @@ func (c *Config) Validate() error {
 	}
 	for name, r := range map[string]float64{
 		"non_canonical_rate": c.NonCanonicalRate, "malformed_rate": c.MalformedRate, "think_rate": c.ThinkRate,
-		"faults.http_503": c.Faults.HTTP503, "faults.http_500": c.Faults.HTTP500, "faults.reset": c.Faults.Reset,
+		"wrong_answer_rate": c.WrongAnswerRate,
+		"faults.http_503":   c.Faults.HTTP503, "faults.http_500": c.Faults.HTTP500, "faults.reset": c.Faults.Reset,
 		"faults.stall": c.Faults.Stall, "faults.truncate": c.Faults.Truncate, "faults.context_length": c.Faults.ContextLength,
 	} {
 		if r < 0 || r > 1 {

@@ -254,9 +254,12 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		think += "I have what I need to answer.\n</think>\n\n"
 	}
 	results := c.toolResults()
+	// A slip: the final answer misreports the last value (drawn only when the rate is set, so that other draws
+	// stay as they were without it).
+	slip := s.cfg.WrongAnswerRate > 0 && rng.Float64() < s.cfg.WrongAnswerRate
 	switch {
 	case usePy:
-		return think + pythonAnswer(exprs, results)
+		return think + pythonAnswer(exprs, results, slip)
 	case useCalc:
 		var b strings.Builder
 		for i, e := range exprs {
@@ -267,7 +270,11 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 			}
 		}
 		if last := min(len(results), len(exprs)) - 1; last >= 0 && !toolFailed(results[last]) {
-			fmt.Fprintf(&b, "The answer is %s.", resultValue(results[last]))
+			v := resultValue(results[last])
+			if slip {
+				v = wrongValue(v)
+			}
+			fmt.Fprintf(&b, "The answer is %s.", v)
 		} else {
 			b.WriteString("I could not get a result from the calculator.")
 		}
@@ -321,7 +328,7 @@ func calledExpressions(c *conversation, param string, exprs []string) []bool {
 
 // pythonAnswer is the final answer after a Python tool ran the expressions: each expression with the line it
 // printed, and the last one boxed; a failed run (an "Error" result) gets an answer without a number.
-func pythonAnswer(exprs []string, results []string) string {
+func pythonAnswer(exprs []string, results []string, slip bool) string {
 	if len(results) == 0 {
 		return "The code did not run, so I cannot answer."
 	}
@@ -336,8 +343,24 @@ func pythonAnswer(exprs []string, results []string) string {
 			fmt.Fprintf(&b, "%s = %s\n", e, strings.TrimSpace(lines[i]))
 		}
 	}
-	fmt.Fprintf(&b, "The answer is \\boxed{%s}.", strings.TrimSpace(lines[min(len(lines), len(exprs))-1]))
+	v := strings.TrimSpace(lines[min(len(lines), len(exprs))-1])
+	if slip {
+		v = wrongValue(v)
+	}
+	fmt.Fprintf(&b, "The answer is \\boxed{%s}.", v)
 	return b.String()
+}
+
+// wrongValue is a value a slipping model reports instead of v: an integer off by one, another number doubled
+// plus one, anything else "0".
+func wrongValue(v string) string {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return strconv.FormatInt(n+1, 10)
+	}
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return strconv.FormatFloat(2*f+1, 'g', -1, 64)
+	}
+	return "0"
 }
 
 // toolFailed reports an error result ("Error: ..."). The answer does not quote it: an error about a malformed

@@ -247,3 +247,37 @@ func TestCalledExpressions(t *testing.T) {
 		t.Error("12+2 or an assistant message before the task counted as a call to 2+2")
 	}
 }
+
+// TestWrongAnswerRate: a slipping final answer misreports the last value, for some samples of a group at 0.5
+// and for all at 1; the calls are unchanged.
+func TestWrongAnswerRate(t *testing.T) {
+	m := qwen(t)
+	for _, rate := range []float64{0.5, 1} {
+		cfg := testConfig(m)
+		cfg.WrongAnswerRate = rate
+		_, url := start(t, cfg, m.Tokenizer)
+		finals := map[string]int{}
+		for i := 0; i < 16; i++ {
+			ep := runEpisode(t, url, m, FormatHermes, threeExprTask, fmt.Sprintf("slip-%d", i))
+			if !slices.Equal(ep.exprs, []string{"12*7", "(3+4)/2", "100-58"}) {
+				t.Fatalf("rate %v: called with %v", rate, ep.exprs)
+			}
+			switch {
+			case strings.Contains(ep.final, "The answer is 42."):
+				finals["right"]++
+			case strings.Contains(ep.final, "The answer is 43."):
+				finals["wrong"]++
+			default:
+				t.Fatalf("rate %v: final answer %q", rate, ep.final)
+			}
+		}
+		if (rate == 1 && finals["right"] > 0) || (rate < 1 && (finals["right"] == 0 || finals["wrong"] == 0)) {
+			t.Errorf("rate %v: %v of 16 answers", rate, finals)
+		}
+	}
+	for v, want := range map[string]string{"42": "43", "-1": "0", "3.5": "8", "1e3": "2001", "x": "0"} {
+		if got := wrongValue(v); got != want {
+			t.Errorf("wrongValue(%q) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -348,6 +348,7 @@ func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {
 		"emulator": map[string]any{
 			"policy": s.cfg.Policy, "tool_format": s.cfg.ToolFormat, "stop_ids": s.cfg.StopIDs,
 			"non_canonical_rate": s.cfg.NonCanonicalRate, "malformed_rate": s.cfg.MalformedRate,
+			"wrong_answer_rate": s.cfg.WrongAnswerRate,
 		},
 	})
 }
