@@ -551,16 +551,11 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 	t0 := time.Now()
 	// The last call runs on the episode's goroutine: a turn with one call (the common case) starts no goroutine
 	// and pays no thread wake-up.
-	for i, job := range jobs {
-		if i == len(jobs)-1 {
-			job()
-			break
+	if n := len(jobs); n > 0 {
+		for _, job := range jobs[:n-1] {
+			wg.Go(job)
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			job()
-		}()
+		jobs[n-1]()
 	}
 	wg.Wait()
 	e.waited += time.Since(t0)

@@ -482,14 +482,14 @@ func TestCrashingToolBecomesErrorResult(t *testing.T) {
 				t.Fatalf("tool result %q, want an error result saying %q", res, tc.want)
 			}
 			// The runtime's overhead excludes the tool's time: the spinning tool held the turn for 300 ms.
-			var resp []tito.Segment
+			var overheads []float64
 			for _, s := range tr.Segments {
 				if s.Kind == tito.KindResponse {
-					resp = append(resp, s)
+					overheads = append(overheads, s.Info.OverheadMS)
 				}
 			}
-			if len(resp) < 2 || resp[1].Info.OverheadMS <= 0 || (tc.tool == "spin" && resp[1].Info.OverheadMS >= 300) {
-				t.Fatalf("turn overheads %+v, want > 0 and, for spin, without the tool's 300 ms", resp)
+			if len(overheads) < 2 || overheads[1] <= 0 || (tc.tool == "spin" && overheads[1] >= 300) {
+				t.Fatalf("turn overheads %v ms, want > 0 and, for spin, without the tool's 300 ms", overheads)
 			}
 			// The runtime keeps serving: the next episode runs the tool again on a fresh instance.
 			tr = h.run(t, "again-"+tc.tool, "Please use the tool on this.")

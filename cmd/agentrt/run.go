@@ -211,10 +211,9 @@ func (o *turnOverheads) add(t *tito.Trajectory) {
 
 // summary reads, e.g., "runtime overhead per turn p50 92 µs, p99 410 µs (2,310 later turns); first turn p50 380 µs".
 func (o *turnOverheads) summary() string {
-	pct := func(xs []float64, q float64) float64 {
-		slices.Sort(xs)
-		return 1000 * xs[min(len(xs)-1, int(q*float64(len(xs))))]
-	}
+	slices.Sort(o.first)
+	slices.Sort(o.later)
+	pct := func(xs []float64, q float64) float64 { return 1000 * xs[min(len(xs)-1, int(q*float64(len(xs))))] }
 	var parts []string
 	if n := len(o.later); n > 0 {
 		parts = append(parts, fmt.Sprintf("runtime overhead per turn p50 %.0f µs, p99 %.0f µs (%d later turns)", pct(o.later, 0.5), pct(o.later, 0.99), n))

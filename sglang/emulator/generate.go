@@ -501,8 +501,8 @@ func (s *Server) sleep(ctx context.Context, j *job, d time.Duration) int {
 
 // requestRand is the per-request randomness, standing in for the sampler (doc.go, Determinism). Greedy
 // decoding depends on the prompt alone; a sampling_seed replaces the randomness of the sample; otherwise the
-// client's rid and the sample index tell the samples of one prompt apart, and a retry (same rid) gets the same
-// reply.
+// client's rid (unless Config.IgnoreRID) and the sample index tell the samples of one prompt apart, and a request
+// re-sent with the same rid gets the same reply.
 func (s *Server) requestRand(it *genItem) *rand.Rand {
 	h := uint64(fnvOffset64)
 	for _, id := range it.inputIDs {
