@@ -125,3 +125,26 @@ func TestEachLibraryHasOneHome(t *testing.T) {
 		}
 	}
 }
+
+// TestTestutilOnlyInTests: internal/testutil (waits with goroutine dumps) is for tests; no shipped package imports it.
+func TestTestutilOnlyInTests(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct {
+			ImportPath string
+			Imports    []string
+		}
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range p.Imports {
+			if imp == module+"/internal/testutil" {
+				t.Errorf("%s imports %s: only tests may", p.ImportPath, imp)
+			}
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime/stream"
 )
 
@@ -145,19 +146,15 @@ func (c *client) sendRaw(mt int, b []byte) {
 	}
 }
 
-// next returns the next frame, failing the test after 20 s (a hang, not a timing assertion).
+// next returns the next frame; a hang fails the test with a goroutine dump (testutil.Patience, not a timing
+// assertion).
 func (c *client) next() map[string]any {
 	c.t.Helper()
-	select {
-	case m, ok := <-c.frames:
-		if !ok {
-			c.t.Fatalf("connection closed: %v", <-c.closed)
-		}
-		return m
-	case <-time.After(20 * time.Second):
-		c.t.Fatal("no frame within 20s")
+	m, ok := testutil.Recv(c.t, "the next frame from the server", c.frames)
+	if !ok {
+		c.t.Fatalf("connection closed: %v", <-c.closed)
 	}
-	return nil
+	return m
 }
 
 // nextType skips frames until one of type typ arrives.
@@ -175,13 +172,8 @@ func (c *client) nextType(typ string) map[string]any {
 func (c *client) waitClosed() error {
 	c.t.Helper()
 	for {
-		select {
-		case _, ok := <-c.frames:
-			if !ok {
-				return <-c.closed
-			}
-		case <-time.After(20 * time.Second):
-			c.t.Fatal("connection not closed within 20s")
+		if _, ok := testutil.Recv(c.t, "the server to close the connection", c.frames); !ok {
+			return <-c.closed
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime/stream"
 	"github.com/agentrt/agentrt/runtime/stream/internal/fakerunner"
 )
@@ -44,13 +45,7 @@ func receive(t *testing.T, c *client, want int, ack bool) (map[string]map[string
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Until(t, what, cond)
 }
 
 func TestSubmitDeliverAck(t *testing.T) {
@@ -83,10 +78,11 @@ func TestSubmitDeliverAck(t *testing.T) {
 	if d := dones["r1"]; d["status"] != "completed" || d["trajectories"].(float64) != 6 {
 		t.Fatalf("request_done = %v", d)
 	}
-	// The spool empties inside spool.ack, before the connection counts the ack: wait for both.
-	waitFor(t, "spool to empty and all acks counted", func() bool {
+	// The spool empties inside spool.ack, before the connection counts the ack; and request_done is spooled
+	// (so may arrive) before the request leaves the active set: wait for all three.
+	waitFor(t, "spool to empty, all acks counted and no request active", func() bool {
 		st := ts.srv.Stats()
-		return st.SpoolRecords == 0 && st.Acked == 7
+		return st.SpoolRecords == 0 && st.Acked == 7 && st.ActiveRequests == 0
 	})
 	st := ts.srv.Stats()
 	if st.Spooled != 6 || st.Acked != 7 || st.Accepted != 1 || st.ActiveRequests != 0 {
@@ -155,11 +151,9 @@ func TestDisconnectResume(t *testing.T) {
 		if len(ids) == total && done != nil {
 			break
 		}
-		var m map[string]any
-		select {
-		case m = <-c3.frames:
-		case <-time.After(5 * time.Second):
-			t.Fatalf("stuck: seen %d done %v stats %+v", len(seen), done, ts.srv.Stats())
+		m, ok := testutil.Recv(t, fmt.Sprintf("the rest of the trajectories (seen %d of %d, request_done %v)", len(seen), total, done), c3.frames)
+		if !ok {
+			t.Fatalf("connection closed: %v", <-c3.closed)
 		}
 		switch m["type"] {
 		case "trajectory":
@@ -475,6 +469,9 @@ func TestCancelRequest(t *testing.T) {
 	if d["status"] != "cancelled" || d["trajectories"].(float64) != 2 {
 		t.Fatalf("request_done = %v", d)
 	}
+	// request_done is spooled (and may arrive) before the request leaves the active set; until it has, a
+	// second cancel is accepted silently, so wait for that state rather than race it.
+	waitFor(t, "the cancelled request to leave the active set", func() bool { return ts.srv.Stats().ActiveRequests == 0 })
 	c.send(map[string]any{"type": "cancel", "request_id": "slow"})
 	if m := c.next(); m["code"] != "unknown_request" {
 		t.Fatalf("second cancel: %v", m)
