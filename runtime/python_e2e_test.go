@@ -175,12 +175,14 @@ func TestPythonToolSandboxFailuresKeepTheEpisodeGoing(t *testing.T) {
 	}
 	ec := emulator.DefaultConfig()
 	ec.Policy = emulator.PolicyScripted
-	h := newPythonHarness(t, ec, mathAgent(t, 2*time.Second), emulator.WithScript(script))
+	// The limit stops the endless loop; it is long enough that the other calls (a CPython start each) finish
+	// within it on a loaded machine.
+	h := newPythonHarness(t, ec, mathAgent(t, 10*time.Second), emulator.WithScript(script))
 	tr := h.runLabeled(t, "sandbox", "[script:sandbox] What is 6*7?", "42")
 	wantStatus(t, tr, runtime.StatusCompleted, "")
 	results := toolMessages(t, tr)
 	want := []string{
-		"Error: execution stopped at the 2s time limit",
+		"Error: execution stopped at the 10s time limit",
 		"FileNotFoundError: [Errno 44] No such file or directory: '/etc/passwd'",
 		"module '_socket' has no attribute",
 		"MemoryError",

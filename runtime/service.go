@@ -232,9 +232,17 @@ func (s *Service) UpdateWeights(ctx context.Context, req stream.UpdateWeightsReq
 
 // Gate holds new turns while closed (a pause for weight updates). The zero value is open. Safe for concurrent use.
 type Gate struct {
-	mu     sync.Mutex
-	closed chan struct{} // non-nil while closed; closed (the channel) when the gate opens
-	since  time.Time
+	mu      sync.Mutex
+	closed  chan struct{} // non-nil while closed; closed (the channel) when the gate opens
+	since   time.Time
+	waiting int // turns held now
+}
+
+// Waiting returns how many turns the gate holds now (for status and for tests that wait on a pause).
+func (g *Gate) Waiting() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.waiting
 }
 
 // Close holds every later Wait until Open.
@@ -263,10 +271,18 @@ func (g *Gate) Wait(ctx context.Context) error {
 	}
 	g.mu.Lock()
 	ch := g.closed
+	if ch != nil {
+		g.waiting++
+	}
 	g.mu.Unlock()
 	if ch == nil {
 		return nil
 	}
+	defer func() {
+		g.mu.Lock()
+		g.waiting--
+		g.mu.Unlock()
+	}()
 	select {
 	case <-ch:
 		return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/stream"
 	"github.com/agentrt/agentrt/sglang"
@@ -118,7 +119,7 @@ func generates(t *testing.T, h *harness) int {
 }
 
 func TestServicePauseHoldsTurns(t *testing.T) {
-	svc, h, _ := newService(t, emulator.DefaultConfig())
+	svc, h, gate := newService(t, emulator.DefaultConfig())
 	ctx := context.Background()
 	if err := svc.Pause(ctx, sglang.PauseInPlace); err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestServicePauseHoldsTurns(t *testing.T) {
 	out := &emitter{}
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx, request("p", 1, "What is 1+1?"), out) }()
-	time.Sleep(300 * time.Millisecond)
+	testutil.Until(t, "the episode's first turn to wait at the pause gate", func() bool { return gate.Waiting() == 1 })
 	if n := generates(t, h); n != 0 {
 		t.Fatalf("%d /generate calls while paused", n)
 	}
@@ -149,9 +150,9 @@ func TestServiceCancelAbortsOnServer(t *testing.T) {
 	out := &emitter{}
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx, request("c", 2, "What is 1+1?"), out) }()
-	time.Sleep(300 * time.Millisecond)
+	testutil.Until(t, "both episodes' first /generate to reach the emulator", func() bool { return h.generating.Load() == 2 })
 	cancel()
-	<-done
+	testutil.Wait(t, "Run to return after the cancel", done)
 	trs := out.trajectories(t)
 	if len(trs) != 2 {
 		t.Fatalf("%d trajectories after cancel, want 2 (aborted ones are delivered too)", len(trs))
