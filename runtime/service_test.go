@@ -134,7 +134,7 @@ func TestServicePauseHoldsTurns(t *testing.T) {
 	if err := svc.Resume(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err, _ := testutil.Recv(t, "Run to finish after the resume", done); err != nil {
 		t.Fatal(err)
 	}
 	if trs := out.trajectories(t); len(trs) != 1 || trs[0].Status != runtime.StatusCompleted {

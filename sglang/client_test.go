@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 // fixtureError is one error_*.json fixture: SGLang's exact status and body.
@@ -472,10 +474,8 @@ func TestQueueWhenAllBusy(t *testing.T) {
 			errs <- err
 		}()
 	}
-	<-srv.entered
-	for c.Stats().Workers[0].Queued != 1 {
-		time.Sleep(time.Millisecond) // waiting for the second goroutine to queue, not a timing assertion
-	}
+	testutil.Wait(t, "the first request to reach the server", srv.entered)
+	testutil.Until(t, "the second request to queue", func() bool { return c.Stats().Workers[0].Queued == 1 })
 	if s := c.Stats().Workers[0]; s.InFlight != 1 {
 		t.Errorf("stats %+v, want 1 in flight and 1 queued", s)
 	}

@@ -218,7 +218,8 @@ func TestEmulatorStallCutByAttemptTimeout(t *testing.T) {
 		c.Faults = emulator.Faults{Stall: 0.5, StallFor: time.Hour}
 	})
 	c := newClient(t, func(c *sglang.Config) {
-		c.Retry.AttemptTimeout = 300 * time.Millisecond
+		// Long enough that an answer that is not stalled comes back within it on a loaded machine.
+		c.Retry.AttemptTimeout = time.Second
 		c.Retry.MaxAttempts = 30
 		c.UnhealthyAfter = 1000
 	}, url)

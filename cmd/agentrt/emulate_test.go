@@ -11,7 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 // lockedBuffer is a bytes.Buffer that the command writes while the test reads.
@@ -48,7 +49,7 @@ func TestEmulateCommand(t *testing.T) {
 		code <- run(ctx, []string{"emulate", "--model", dir, "--addr", "127.0.0.1:0", "--seed", "3", "--latency", "0,0,0", "--log", logPath}, stdio{strings.NewReader(""), &out, &errb})
 	}()
 	var url string
-	for deadline := time.Now().Add(60 * time.Second); url == ""; {
+	testutil.Until(t, "emulate to print its address", func() bool {
 		select {
 		case c := <-code:
 			t.Fatalf("emulate exited early with %d: %s", c, errb.String())
@@ -56,12 +57,9 @@ func TestEmulateCommand(t *testing.T) {
 		}
 		if s := strings.TrimSpace(out.String()); strings.HasPrefix(s, "http://") {
 			url = s
-		} else if time.Now().After(deadline) {
-			t.Fatalf("no address printed; stderr: %s", errb.String())
-		} else {
-			time.Sleep(5 * time.Millisecond)
 		}
-	}
+		return url != ""
+	})
 	resp, err := http.Post(url+"/generate", "application/json", strings.NewReader(`{"text": "Hello", "sampling_params": {"max_new_tokens": 4}}`))
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +76,7 @@ func TestEmulateCommand(t *testing.T) {
 		t.Fatalf("generate: %d %s (%v)", resp.StatusCode, body, err)
 	}
 	cancel()
-	if c := <-code; c != exitOK {
+	if c, _ := testutil.Recv(t, "emulate to exit after the cancel", code); c != exitOK {
 		t.Fatalf("exit %d after shutdown: %s", c, errb.String())
 	}
 	data, err := os.ReadFile(logPath)

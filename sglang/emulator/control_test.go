@@ -67,7 +67,7 @@ func TestAbortRunningStream(t *testing.T) {
 		}
 	}
 	// the first token would take an hour: abort while decoding
-	waitFor(t, func() bool { return srv.running("rollout-42-turn-0") })
+	waitFor(t, `srv.running("rollout-42-turn-0")`, func() bool { return srv.running("rollout-42-turn-0") })
 	// only the exact rid reaches the scheduler; "rollout-42" is not in flight, so it is a no-op
 	if r := post(t, url, "/abort_request", map[string]any{"rid": "rollout-42"}); r.status != http.StatusOK || len(r.body) != 0 {
 		t.Fatalf("abort prefix: %d %q", r.status, r.body)
@@ -102,9 +102,9 @@ func TestAbortRunningAndWaiting(t *testing.T) {
 	run := make(chan gen, 1)
 	wait := make(chan gen, 1)
 	go func() { run <- generate(t, url, map[string]any{"rid": "run", "input_ids": ids}) }()
-	waitFor(t, func() bool { return srv.running("run") })
+	waitFor(t, `srv.running("run")`, func() bool { return srv.running("run") })
 	go func() { wait <- generate(t, url, map[string]any{"rid": "wait", "input_ids": ids}) }()
-	waitFor(t, func() bool { return srv.waiting("wait") })
+	waitFor(t, `srv.waiting("wait")`, func() bool { return srv.waiting("wait") })
 
 	post(t, url, "/abort_request", map[string]any{"rid": "wait"})
 	w := <-wait
@@ -131,7 +131,7 @@ func TestAbortRunningAndWaiting(t *testing.T) {
 	go func() {
 		batch <- post(t, url, "/generate", map[string]any{"rid": "b", "input_ids": [][]int32{ids, ids}})
 	}()
-	waitFor(t, func() bool { return srv.running("b_0") && srv.waiting("b_1") })
+	waitFor(t, `srv.running("b_0") && srv.waiting("b_1")`, func() bool { return srv.running("b_0") && srv.waiting("b_1") })
 	post(t, url, "/abort_request", map[string]any{"abort_all": true})
 	var arr []gen
 	if err := json.Unmarshal((<-batch).body, &arr); err != nil || len(arr) != 2 {
@@ -152,7 +152,7 @@ func TestPauseContinue(t *testing.T) {
 	}
 	done := make(chan gen, 1)
 	go func() { done <- generate(t, url, map[string]any{"rid": "p", "input_ids": ids}) }()
-	waitFor(t, func() bool { return srv.waiting("p") })
+	waitFor(t, `srv.waiting("p")`, func() bool { return srv.waiting("p") })
 	select {
 	case g := <-done:
 		t.Fatalf("a request finished while paused: %s", g.Raw)
@@ -169,7 +169,7 @@ func TestPauseContinue(t *testing.T) {
 	cfg.Latency.PerOutputToken = time.Hour
 	srv2, url2 := start(t, cfg, m.Tokenizer)
 	go func() { done <- generate(t, url2, map[string]any{"rid": "q", "input_ids": ids}) }()
-	waitFor(t, func() bool { return srv2.running("q") })
+	waitFor(t, `srv2.running("q")`, func() bool { return srv2.running("q") })
 	post(t, url2, "/pause_generation", nil)
 	if g := <-done; g.finish()["type"] != "abort" {
 		t.Errorf("pause abort: %v", g.finish())
@@ -321,9 +321,9 @@ func TestQueueFull(t *testing.T) {
 	ids := qwenIDs(m, "Hi")
 	done := make(chan httpResult, 2)
 	go func() { done <- post(t, url, "/generate", map[string]any{"rid": "a", "input_ids": ids}) }()
-	waitFor(t, func() bool { return srv.running("a") })
+	waitFor(t, `srv.running("a")`, func() bool { return srv.running("a") })
 	go func() { done <- post(t, url, "/generate", map[string]any{"rid": "b", "input_ids": ids}) }()
-	waitFor(t, func() bool { return srv.waiting("b") })
+	waitFor(t, `srv.waiting("b")`, func() bool { return srv.waiting("b") })
 	r := post(t, url, "/generate", map[string]any{"rid": "c", "input_ids": ids})
 	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.body), "The request queue is full.") {
 		t.Errorf("third request: %d %s", r.status, r.body)
@@ -354,7 +354,7 @@ func TestRunShutdown(t *testing.T) {
 	}
 	stalled := make(chan httpResult, 1)
 	go func() { stalled <- post(t, url, "/generate", map[string]any{"input_ids": []int{1, 2}}) }()
-	waitFor(t, func() bool {
+	waitFor(t, "the stalled request to be running", func() bool {
 		srv.mu.Lock()
 		defer srv.mu.Unlock()
 		return srv.inflightCount() > 0

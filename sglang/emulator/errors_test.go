@@ -132,7 +132,7 @@ func TestErrorFlushCacheBusy(t *testing.T) {
 	}
 	done := make(chan httpResult)
 	go func() { done <- post(t, url, "/generate", map[string]any{"rid": "busy", "input_ids": []int{1, 2, 3}}) }()
-	waitFor(t, func() bool { return srv.busy() == 1 })
+	waitFor(t, `srv.busy() == 1`, func() bool { return srv.busy() == 1 })
 	if r := post(t, url, "/flush_cache", nil); r.status != http.StatusBadRequest || string(r.body) != "Flush cache failed.\n" {
 		t.Errorf("busy flush: %d %q", r.status, r.body)
 	}

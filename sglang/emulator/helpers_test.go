@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/daulet/tokenizers"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 const refDir = "../../../shared/reference/sglang"
@@ -294,14 +296,9 @@ func llamaToolTurn(result string) string {
 	return "<|start_header_id|>ipython<|end_header_id|>\n\n" + string(q) + "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"
 }
 
-// waitFor polls cond until it holds (a state, not a timing: the deadline only stops a hung test).
-func waitFor(t testing.TB, cond func() bool) {
+// waitFor polls cond until it holds (a state, not a timing: the deadline only stops a hung test, which then
+// fails naming what and with a goroutine dump).
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition never held")
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testutil.Until(t, what, cond)
 }
