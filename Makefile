@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export AGENTRT_CACHE ?= $(HOME)/.cache/agentrt
 ENV := source $(AGENTRT_CACHE)/env.sh
 
-.PHONY: setup build serve test test-go test-extra wasm wasm-check bench golden
+.PHONY: setup build serve test test-go test-extra test-stress fuzz wasm wasm-check bench golden
 
 setup:
 	@bash scripts/setup.sh
@@ -36,6 +36,11 @@ test-extra: build
 	@$(ENV) && for t in scripts/test.d/*.sh; do [ -e "$$t" ] || continue; echo "== $$t"; bash "$$t" || exit 1; done
 
 test: wasm-check test-go test-extra
+
+# test-stress runs the Go suites with -race -count=5 while one busy loop per core loads the machine: the suite
+# must pass 5/5 (deterministic under load). STRESS_PKGS narrows it (default ./...); STRESS_COUNT, STRESS_HOGS.
+test-stress: setup
+	@$(ENV) && bash scripts/stress.sh
 
 bench: build
 	@$(ENV) && go test -run '^$$' -bench . -benchmem ./...
