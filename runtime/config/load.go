@@ -57,7 +57,18 @@ func Load(path string) (*runtime.Config, error) {
 }
 
 // Parse decodes src (named path in errors) like Load.
-func Parse(path, src string) (*runtime.Config, error) {
+func Parse(path, src string) (cfg *runtime.Config, err error) {
+	// No input may take the process down: a panic in the TOML library or a validator becomes an error naming
+	// the file (FuzzParse looks for such inputs).
+	defer func() {
+		if p := recover(); p != nil {
+			cfg, err = nil, &Error{File: path, Msg: fmt.Sprintf("internal error while reading the file (please report it): %v", p)}
+		}
+	}()
+	return parse(path, src)
+}
+
+func parse(path, src string) (*runtime.Config, error) {
 	def := runtime.DefaultConfig()
 	sh := shadow{Server: def.Server, SGLang: def.SGLang, Emulator: def.Emulator, Plugins: def.Plugins}
 	md, err := toml.Decode(src, &sh)
