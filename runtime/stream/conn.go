@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -267,6 +268,15 @@ func (c *conn) handle(data []byte) {
 	} else if json.Unmarshal(env.ID, &id) == nil {
 		ref.ID = id
 	}
+	// No frame may take the server down: a panic while handling one (a bug here or in the runner's Validate)
+	// is logged with its stack and answered with an error frame naming the message.
+	defer func() {
+		if p := recover(); p != nil {
+			c.s.log.Error("stream: panic while handling a frame", "consumer", c.consumer, "type", typ, "id", ref.ID,
+				"panic", p, "stack", string(debug.Stack()))
+			c.sendError(CodeInternal, fmt.Sprintf("internal error while handling %s %q: %v", typ, ref.ID, p), ref)
+		}
+	}()
 	decode := func(v any) bool {
 		if err := json.Unmarshal(data, v); err != nil {
 			c.sendError(CodeInvalid, fmt.Sprintf("%s: %v", typ, err), ref)

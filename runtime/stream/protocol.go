@@ -47,6 +47,7 @@ const (
 	CodeShuttingDown  = "shutting_down"
 	CodeSuperseded    = "superseded" // another connection said hello with the same consumer id
 	CodeRunner        = "runner_error"
+	CodeInternal      = "internal_error" // handling the frame panicked (a bug): the connection stays up
 	CodeOverloaded    = "overloaded"
 )
 

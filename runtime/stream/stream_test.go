@@ -495,6 +495,25 @@ func TestRequestFailures(t *testing.T) {
 	}
 }
 
+// TestPanicInHandlingIsAnErrorFrame: a panic while handling a frame (here in the runner's Validate) is answered
+// with an internal_error naming the message; the connection and the server keep working.
+func TestPanicInHandlingIsAnErrorFrame(t *testing.T) {
+	ts := newTestServer(t, testConfig(), &fakerunner.Runner{Tokens: 16})
+	c, _ := connect(t, ts.url, "trainer", 100, nil)
+	m := submit("boom", 1, 1)
+	m["agent"] = "panic-validate"
+	c.send(m)
+	e := c.next()
+	ref, _ := e["ref"].(map[string]any)
+	if e["type"] != "error" || e["code"] != stream.CodeInternal || ref["type"] != "submit" || ref["id"] != "boom" ||
+		!strings.Contains(e["message"].(string), "asked to panic") {
+		t.Fatalf("answer to a panicking submit: %v", e)
+	}
+	c.send(submit("fine", 1, 2))
+	c.nextType("accepted")
+	receive(t, c, 2, true)
+}
+
 func TestControlMessages(t *testing.T) {
 	r := &fakerunner.Runner{Tokens: 16}
 	ts := newTestServer(t, testConfig(), r)

@@ -47,8 +47,12 @@ func (r *Runner) Calls() []string {
 	return append([]string(nil), r.calls...)
 }
 
-// Validate rejects the agent "unknown" and sampling with a negative temperature.
+// Validate rejects the agent "unknown" and sampling with a negative temperature; the agent "panic-validate"
+// panics (the server must survive it).
 func (r *Runner) Validate(req stream.RolloutRequest) error {
+	if req.Agent == "panic-validate" {
+		panic("fakerunner: asked to panic in Validate")
+	}
 	if req.Agent == "unknown" {
 		return fmt.Errorf("unknown agent %q", req.Agent)
 	}
