@@ -42,6 +42,12 @@ test: wasm-check test-go test-extra
 test-stress: setup
 	@$(ENV) && bash scripts/stress.sh
 
+# fuzz runs every Go fuzz target for FUZZTIME each (default 10s); FUZZ_MATCH picks some ("parsers|tito"). A failing
+# input lands in <package>/testdata/fuzz/ and becomes a regression test once committed.
+FUZZTIME ?= 10s
+fuzz: setup
+	@$(ENV) && FUZZTIME=$(FUZZTIME) bash scripts/fuzz.sh
+
 bench: build
 	@$(ENV) && go test -run '^$$' -bench . -benchmem ./...
 
