@@ -110,7 +110,8 @@ class Soak:
                 if rid not in self.expected or tid not in self.expected[rid]:
                     self.misreported.append(f"{tid}: a trajectory nobody asked for")
                 self.got.setdefault(rid, {})[tid] = t["status"]
-                self.statuses[t["status"]] = self.statuses.get(t["status"], 0) + 1
+                key = t["status"] if t["status"] == "completed" else f'{t["status"]}:{t.get("status_reason") or t.get("error", "")[:80]}'
+                self.statuses[key] = self.statuses.get(key, 0) + 1
             self.pending_acks.append(m["seq"])
             out.append({"type": "credit", "credits": 1})
         elif typ == "request_done":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gorilla/websocket"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime/stream/internal/fakerunner"
 )
 
@@ -55,11 +56,11 @@ func FuzzFrames(f *testing.F) {
 			t.Fatalf("write: %v", err)
 		}
 		ws.WriteJSON(map[string]any{"type": "ping", "id": id})
-		ws.SetReadDeadline(time.Now().Add(20 * time.Second))
+		ws.SetReadDeadline(time.Now().Add(testutil.Patience)) // a hang, not a timing assertion
 		for {
 			_, b, err := ws.ReadMessage()
 			if err != nil {
-				t.Fatalf("after %q: %v", frame, err)
+				t.Fatalf("after %q, waiting for pong %s: %v\n%s", frame, id, err, testutil.Goroutines())
 			}
 			var m struct{ Type, ID string }
 			if err := json.Unmarshal(b, &m); err != nil {
