@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 // adminServer answers the admin endpoints with the examples of testdata/fixtures/endpoints.json and
@@ -226,13 +228,13 @@ func TestAbortRoutesToServingWorker(t *testing.T) {
 		_, err := c.Generate(t.Context(), ep, testRequest())
 		done <- err
 	}()
-	<-gen.entered
+	testutil.Wait(t, "the request to reach the fake server", gen.entered)
 	// The fake generate server is not an admin server; the abort must not reach a or b.
 	if err := c.AbortRequest(t.Context(), "rollout-42-turn-0"); err != nil {
 		t.Fatal(err)
 	}
 	close(gen.block)
-	err := <-done
+	err, _ := testutil.Recv(t, "Generate to return", done)
 	if !errors.Is(err, ErrAborted) {
 		t.Errorf("Generate: %v", err)
 	}

@@ -322,9 +322,9 @@ func TestGenerateContextCanceled(t *testing.T) {
 		_, err := c.Generate(ctx, "ep", testRequest())
 		done <- err
 	}()
-	<-srv.entered
+	testutil.Wait(t, "the request to reach the fake server", srv.entered)
 	cancel()
-	err := <-done
+	err, _ := testutil.Recv(t, "Generate to return", done)
 	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrConnection) {
 		t.Fatalf("err = %v, want context.Canceled only", err)
 	}
@@ -353,12 +353,12 @@ func TestGenerateDuplicateRIDInFlight(t *testing.T) {
 		_, err := c.Generate(t.Context(), "ep", testRequest())
 		done <- err
 	}()
-	<-srv.entered
+	testutil.Wait(t, "the request to reach the fake server", srv.entered)
 	if _, err := c.Generate(t.Context(), "ep", testRequest()); err == nil || !strings.Contains(err.Error(), "already in flight") {
 		t.Errorf("second Generate with the same rid: %v", err)
 	}
 	close(srv.block)
-	if err := <-done; err != nil {
+	if err, _ := testutil.Recv(t, "Generate to return", done); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -455,7 +455,7 @@ func TestSpillWhenOverloaded(t *testing.T) {
 		t.Errorf("second request went to %s, want the next-ranked %s", resp.Server, next.URL)
 	}
 	close(home.block)
-	if err := <-done; err != nil {
+	if err, _ := testutil.Recv(t, "Generate to return", done); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -481,7 +481,7 @@ func TestQueueWhenAllBusy(t *testing.T) {
 	}
 	close(srv.block)
 	for range 2 {
-		if err := <-errs; err != nil {
+		if err, _ := testutil.Recv(t, "a queued Generate to return", errs); err != nil {
 			t.Fatal(err)
 		}
 	}

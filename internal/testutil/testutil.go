@@ -1,6 +1,9 @@
 // Package testutil holds the waits that tests share: each one names what it waits for and, when it gives up,
 // fails with that name and a dump of every goroutine, so a hang under load can be read from the log alone.
 // Only tests import it (internal/house checks); it imports nothing of this module.
+//
+// Not for tests inside a testing/synctest bubble: there time is fake and jumps ahead whenever every goroutine
+// blocks, so a Patience timer would fire at once.
 package testutil
 
 import (

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 func openTestSpool(t *testing.T, dir string, maxRecords int) *spool {
@@ -115,7 +117,7 @@ func TestSpoolBoundBlocks(t *testing.T) {
 	if _, err := s.ack("a", nil, []string{"0"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; err != nil {
+	if err, _ := testutil.Recv(t, "the blocked put to return after the ack", done); err != nil {
 		t.Fatal(err)
 	}
 	if n, _, _ := s.stats(); n != 3 {
@@ -152,7 +154,7 @@ func TestSpoolHammer(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(recs) == 0 {
-			<-notify
+			testutil.Wait(t, "the spool to announce a new record", notify)
 			continue
 		}
 		seqs := make([]uint64, len(recs))

@@ -615,7 +615,7 @@ func TestShutdownGoingAway(t *testing.T) {
 	if err := c.waitClosed(); !websocket.IsCloseError(err, websocket.CloseGoingAway) {
 		t.Fatalf("close = %v, want going away", err)
 	}
-	if err := <-errc; err != nil {
+	if err, _ := testutil.Recv(t, "Close to return", errc); err != nil {
 		t.Fatal(err)
 	}
 	if err := ts.srv.Close(); !errors.Is(err, stream.ErrClosed) {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 // running reports whether a request with rid is generating (not waiting).
@@ -107,7 +109,7 @@ func TestAbortRunningAndWaiting(t *testing.T) {
 	waitFor(t, `srv.waiting("wait")`, func() bool { return srv.waiting("wait") })
 
 	post(t, url, "/abort_request", map[string]any{"rid": "wait"})
-	w := <-wait
+	w, _ := testutil.Recv(t, "the queued generate to answer", wait)
 	fx := refFixture(t, "abort_responses.json")
 	checkShape(t, "abort waiting", fx["abort_waiting_response"], w.Raw)
 	checkKeyOrder(t, "abort waiting meta_info", fixtureKeyOrder(t, "abort_responses.json", "abort_waiting_response", "meta_info"), rawField(t, w.Raw, "meta_info"))
@@ -116,7 +118,7 @@ func TestAbortRunningAndWaiting(t *testing.T) {
 	}
 
 	post(t, url, "/abort_request", map[string]any{"rid": "run"})
-	r := <-run
+	r, _ := testutil.Recv(t, "the running generate to answer", run)
 	checkShape(t, "abort running", fx["abort_running_response"], r.Raw)
 	checkKeyOrder(t, "abort running meta_info", fixtureKeyOrder(t, "abort_responses.json", "abort_running_response", "meta_info"), rawField(t, r.Raw, "meta_info"))
 	if r.finish()["message"] != "Aborted" || len(r.OutputIDs) >= full {
@@ -134,7 +136,8 @@ func TestAbortRunningAndWaiting(t *testing.T) {
 	waitFor(t, `srv.running("b_0") && srv.waiting("b_1")`, func() bool { return srv.running("b_0") && srv.waiting("b_1") })
 	post(t, url, "/abort_request", map[string]any{"abort_all": true})
 	var arr []gen
-	if err := json.Unmarshal((<-batch).body, &arr); err != nil || len(arr) != 2 {
+	b, _ := testutil.Recv(t, "the batch to answer", batch)
+	if err := json.Unmarshal(b.body, &arr); err != nil || len(arr) != 2 {
 		t.Fatalf("batch after abort_all: %v", err)
 	}
 	if arr[0].finish()["message"] != "Aborted" || arr[1].finish()["message"] != "Abort in waiting queue" {
@@ -161,7 +164,7 @@ func TestPauseContinue(t *testing.T) {
 	if r := post(t, url, "/continue_generation", map[string]any{}); r.status != http.StatusOK {
 		t.Fatalf("continue: %d", r.status)
 	}
-	if g := <-done; g.finish()["type"] != "stop" {
+	if g, _ := testutil.Recv(t, "the generate to answer", done); g.finish()["type"] != "stop" {
 		t.Errorf("after continue: %v", g.finish())
 	}
 
@@ -171,7 +174,7 @@ func TestPauseContinue(t *testing.T) {
 	go func() { done <- generate(t, url2, map[string]any{"rid": "q", "input_ids": ids}) }()
 	waitFor(t, `srv2.running("q")`, func() bool { return srv2.running("q") })
 	post(t, url2, "/pause_generation", nil)
-	if g := <-done; g.finish()["type"] != "abort" {
+	if g, _ := testutil.Recv(t, "the generate to answer", done); g.finish()["type"] != "abort" {
 		t.Errorf("pause abort: %v", g.finish())
 	}
 	post(t, url2, "/continue_generation", nil)
@@ -284,7 +287,7 @@ func TestFaults(t *testing.T) {
 		case <-time.After(100 * time.Millisecond):
 		}
 		cancel()
-		if err := <-errc; !errors.Is(err, context.Canceled) {
+		if err, _ := testutil.Recv(t, "the cancelled request to return", errc); !errors.Is(err, context.Canceled) {
 			t.Errorf("stall: %v", err)
 		}
 	})
@@ -329,8 +332,8 @@ func TestQueueFull(t *testing.T) {
 		t.Errorf("third request: %d %s", r.status, r.body)
 	}
 	post(t, url, "/abort_request", map[string]any{"abort_all": true})
-	<-done
-	<-done
+	testutil.Wait(t, "the first generate to answer", done)
+	testutil.Wait(t, "the second generate to answer", done)
 }
 
 func TestRunShutdown(t *testing.T) {
@@ -360,10 +363,10 @@ func TestRunShutdown(t *testing.T) {
 		return srv.inflightCount() > 0
 	})
 	cancel()
-	if err := <-ran; err != nil {
+	if err, _ := testutil.Recv(t, "Run to return after the cancel", ran); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if r := <-stalled; r.status != http.StatusServiceUnavailable {
+	if r, _ := testutil.Recv(t, "the stalled request to be answered", stalled); r.status != http.StatusServiceUnavailable {
 		t.Errorf("stalled request at shutdown: %d %s", r.status, r.body)
 	}
 	rec := httptest.NewRecorder()

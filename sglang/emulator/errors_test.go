@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 // Bad input gets SGLang's status codes and bodies (reference/sglang/error_*), never a crash.
@@ -137,7 +139,7 @@ func TestErrorFlushCacheBusy(t *testing.T) {
 		t.Errorf("busy flush: %d %q", r.status, r.body)
 	}
 	post(t, url, "/abort_request", map[string]any{"rid": "busy"})
-	if r := <-done; r.status != http.StatusOK {
+	if r, _ := testutil.Recv(t, "the busy request to answer", done); r.status != http.StatusOK {
 		t.Errorf("aborted request: %d %s", r.status, r.body)
 	}
 }
