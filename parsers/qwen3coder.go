@@ -97,6 +97,12 @@ func (st *state) qwenBlock(bLo, bHi, lo, hi int) {
 			st.fail(ReasonUnclosedTag, functionName(t[fLo:]), "<function=...> is never closed by </function>", cLo, cHi)
 			return
 		}
+		// A single function reports the whole block's span, so text after it is judged first: reported on
+		// its own, its span would overlap the function's (found by FuzzParse).
+		if rest := skipSpace(t, fHi); single && rest < bHi {
+			st.fail(ReasonInvalidFormat, functionName(t[fLo:]), "unexpected text "+quote(clip(t[rest:]))+" after </function>", lo, hi)
+			return
+		}
 		st.qwenFunction(t[fLo+len(functionOpen):fLo+e], cLo, cHi)
 		i = skipSpace(t, fHi)
 	}
