@@ -356,6 +356,15 @@ func (c *conn) handle(data []byte) {
 		c.controlWG.Add(1)
 		go func() {
 			defer c.controlWG.Done()
+			// Off the frame's goroutine, so handle's recovery does not cover it: a panicking runner must not
+			// take the server down either.
+			defer func() {
+				if p := recover(); p != nil {
+					s.log.Error("stream: panic in a control operation", "consumer", c.consumer, "type", typ, "id", ref.ID,
+						"panic", p, "stack", string(debug.Stack()))
+					c.sendError(CodeInternal, fmt.Sprintf("internal error in %s %q: %v", typ, ref.ID, p), ref)
+				}
+			}()
 			if err := s.control(&m); err != nil {
 				c.sendError(CodeRunner, fmt.Sprintf("%s: %v", typ, err), ref)
 				return

@@ -509,6 +509,13 @@ func TestPanicInHandlingIsAnErrorFrame(t *testing.T) {
 		!strings.Contains(e["message"].(string), "asked to panic") {
 		t.Fatalf("answer to a panicking submit: %v", e)
 	}
+	// The same for a control operation, which runs off the frame's goroutine.
+	c.send(map[string]any{"type": "update_weights", "id": "u-boom", "model_path": "/panic"})
+	e = c.next()
+	ref, _ = e["ref"].(map[string]any)
+	if e["type"] != "error" || e["code"] != stream.CodeInternal || ref["type"] != "update_weights" || ref["id"] != "u-boom" {
+		t.Fatalf("answer to a panicking update_weights: %v", e)
+	}
 	c.send(submit("fine", 1, 2))
 	c.nextType("accepted")
 	receive(t, c, 2, true)

@@ -195,6 +195,9 @@ func (r *Runner) UpdateWeights(ctx context.Context, req stream.UpdateWeightsRequ
 	if req.ModelPath == "/missing" {
 		return errors.New("fakerunner: model_path /missing does not exist")
 	}
+	if req.ModelPath == "/panic" {
+		panic("fakerunner: asked to panic in UpdateWeights")
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	v := req.WeightVersion
