@@ -125,8 +125,8 @@ func (s *Service) Validate(req stream.RolloutRequest) error {
 	return err
 }
 
-// Run implements stream.Runner: every sample of every item becomes an episode; each finished trajectory goes to
-// out.Finish (which spools it) as soon as it ends. Cancelling ctx aborts the request's episodes.
+// Run implements stream.Runner: every pending sample of every item becomes an episode; each finished trajectory
+// goes to out.Finish (which spools it) as soon as it ends. Cancelling ctx aborts the request's episodes.
 func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream.Emitter) error {
 	d, err := s.decode(req)
 	if err != nil {
@@ -139,6 +139,10 @@ func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream
 	)
 	for _, it := range d.items {
 		for _, ep := range it.Episodes(req.ID + "/") {
+			if !req.Pending(ep.ItemID, ep.SampleIndex) {
+				continue // finished before a restart: its trajectory is spooled or acked
+			}
+			// The same id when a restart runs the sample again, so the spool and the trainer dedupe it.
 			ep.ID = fmt.Sprintf("%s/%s/%d", req.ID, it.ID, ep.SampleIndex)
 			if s.obs != nil {
 				s.obs.EpisodeQueued(1)

@@ -48,6 +48,7 @@ const (
 	CodeSuperseded    = "superseded" // another connection said hello with the same consumer id
 	CodeRunner        = "runner_error"
 	CodeOverloaded    = "overloaded"
+	CodeSpool         = "spool_error" // the server could not write the request journal (disk full, I/O error)
 )
 
 // Request statuses carried by request_done.
@@ -91,8 +92,12 @@ type Welcome struct {
 	Unacked int `json:"unacked"`
 	// Dropped is the number of unacked messages deleted because the hello asked for resume false.
 	Dropped int `json:"dropped,omitempty"`
-	// ActiveRequests lists the consumer's requests still running on the server.
-	ActiveRequests  []string `json:"active_requests"`
+	// ActiveRequests lists the consumer's requests still running on the server (including the ones a restart
+	// resumed).
+	ActiveRequests []string `json:"active_requests"`
+	// DoneRequests lists the consumer's requests that have ended and whose request_done is spooled, not yet
+	// acked (it follows). A request the consumer waits for that is in neither list is unknown to the server.
+	DoneRequests    []string `json:"done_requests"`
 	MaxMessageBytes int64    `json:"max_message_bytes"`
 }
 
