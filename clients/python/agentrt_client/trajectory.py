@@ -144,6 +144,9 @@ class Welcome:
     active_requests: list[str]
     max_message_bytes: int
     dropped: int = 0
+    # Requests that ended and whose request_done is spooled, not yet acked; None from a server that predates
+    # durable requests.
+    done_requests: list[str] | None = None
 
     @classmethod
     def from_frame(cls, frame: dict[str, Any]) -> "Welcome":
@@ -154,4 +157,5 @@ class Welcome:
             active_requests=list(frame.get("active_requests") or []),
             max_message_bytes=int(frame.get("max_message_bytes", 0)),
             dropped=int(frame.get("dropped", 0)),
+            done_requests=list(frame["done_requests"] or []) if "done_requests" in frame else None,
         )
