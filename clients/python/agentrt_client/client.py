@@ -695,7 +695,7 @@ class Client:
         """Submits a request and returns all its trajectories (ordered by item, then sample index) once it is done.
 
         They are acked on return (``ack=False`` leaves that to the caller). Raises RequestFailedError if the
-        request failed, RejectedError if it was rejected.
+        request failed, RejectedError if it was rejected, RequestLostError if the server lost it (see ``lost``).
         """
         rid = request_id or _new_id()
         col = _Collector()
