@@ -151,7 +151,7 @@ func (c *conn) serve(headerAuth bool) {
 	}
 	w := Welcome{Type: TypeWelcome, Protocol: ProtocolVersion, Consumer: c.consumer, Session: newSessionID(),
 		Unacked: s.spool.unacked(c.consumer), Dropped: dropped, ActiveRequests: active, DoneRequests: done,
-		MaxMessageBytes: s.cfg.MaxMessageBytes}
+		SpoolID: s.spool.id, MaxMessageBytes: s.cfg.MaxMessageBytes}
 	b, _ := json.Marshal(w)
 	c.ws.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {

@@ -40,6 +40,12 @@ func TestShutdownInterruptsAndRestartResumes(t *testing.T) {
 	r2 := &fakerunner.Runner{Tokens: 16, Gate: gate2}
 	ts2 := newTestServer(t, cfg, r2)
 	c2, w2 := connect(t, ts2.url, "trainer", 100, nil)
+	if id := w["spool_id"]; id == "" || id != w2["spool_id"] {
+		t.Fatalf("spool_id %v before the restart, %v after: want one non-empty id", id, w2["spool_id"])
+	}
+	if _, w3 := connect(t, newTestServer(t, testConfig(), &fakerunner.Runner{}).url, "trainer", 1, nil); w3["spool_id"] == w["spool_id"] {
+		t.Fatalf("two spools share the id %v", w3["spool_id"])
+	}
 	if got := w2["active_requests"].([]any); len(got) != 1 || got[0] != "r" {
 		t.Fatalf("welcome after restart: active_requests %v, want [r]", got)
 	}

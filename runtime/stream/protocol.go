@@ -97,8 +97,11 @@ type Welcome struct {
 	ActiveRequests []string `json:"active_requests"`
 	// DoneRequests lists the consumer's requests that have ended and whose request_done is spooled, not yet
 	// acked (it follows). A request the consumer waits for that is in neither list is unknown to the server.
-	DoneRequests    []string `json:"done_requests"`
-	MaxMessageBytes int64    `json:"max_message_bytes"`
+	DoneRequests []string `json:"done_requests"`
+	// SpoolID identifies the server's spool. Sequence numbers are only meaningful within one spool: after a
+	// reconnect that reports another id (the spool was lost), ack what came before by trajectory id.
+	SpoolID         string `json:"spool_id"`
+	MaxMessageBytes int64  `json:"max_message_bytes"`
 }
 
 // Item is one prompt of a rollout request; it is run N times.

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,6 +19,7 @@ import (
 // The spool is a bbolt database (one file, spool.db) that holds every spooled message until its consumer acks it.
 //
 //	bucket "meta":            "seq" -> last assigned sequence number (uint64 big endian)
+//	                          "id"  -> the spool's random id (hex), made when the file is created
 //	bucket "q" / <consumer>:  seq (uint64 big endian) -> record value
 //	bucket "t" / <consumer>:  trajectory id -> seq
 //	bucket "r" / <consumer> / <request id>:  the request journal (see journal.go)
@@ -40,6 +43,7 @@ var (
 	bucketIndex = []byte("t")
 	bucketReqs  = []byte("r")
 	keySeq      = []byte("seq")
+	keySpoolID  = []byte("id")
 )
 
 type spoolConfig struct {
@@ -53,6 +57,7 @@ type spoolConfig struct {
 type spool struct {
 	db  *bolt.DB
 	cfg spoolConfig
+	id  string // sequence numbers mean something only within one spool
 
 	ops    chan *spoolOp
 	stop   chan struct{}
@@ -159,6 +164,16 @@ func openSpool(cfg spoolConfig) (*spool, error) {
 		}
 		if v := meta.Get(keySeq); len(v) == 8 {
 			seq = binary.BigEndian.Uint64(v)
+		}
+		if v := meta.Get(keySpoolID); len(v) > 0 {
+			s.id = string(v)
+		} else {
+			var b [8]byte
+			rand.Read(b[:])
+			s.id = hex.EncodeToString(b[:])
+			if err := meta.Put(keySpoolID, []byte(s.id)); err != nil {
+				return err
+			}
 		}
 		q, err := tx.CreateBucketIfNotExists(bucketQueue)
 		if err != nil {

@@ -174,6 +174,7 @@ class Client:
         self._inflight: dict[str, int] = {}
         self._acked: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._ack_buf: list[int] = []
+        self._ack_ids: list[str] = []  # acks of trajectories that came from another spool (by id: seqs differ)
         self._credit_buf = 0
         self._dirty: asyncio.Event | None = None
         self._reader: asyncio.Task | None = None
@@ -291,7 +292,13 @@ class Client:
         if m.get("type") != "welcome":
             raise ProtocolError(f"{self.url}: expected welcome, got {m.get('type')!r}")
         reconnect = self.welcome is not None
+        old_spool = self.welcome.spool_id if self.welcome is not None else ""
         self.welcome = Welcome.from_frame(m)
+        if reconnect and old_spool and self.welcome.spool_id != old_spool:
+            # The server lost its spool: buffered acks name sequence numbers of the old one, which would delete
+            # unrelated records of the new one. Drop them; what was handled is acked by id when it comes again.
+            log.warning("agentrt: the server's spool changed (%s -> %s); %d pending acks dropped", old_spool, self.welcome.spool_id, len(self._ack_buf))
+            self._ack_buf = []
         self._ws = ws
         self._credit_buf = 0  # credits belong to a connection
         if reconnect:
@@ -309,7 +316,7 @@ class Client:
         for frame, fut in list(self._pending_submits.values()):
             if not fut.done():
                 await ws.send(frame)
-        if self._ack_buf and self._dirty is not None:
+        if (self._ack_buf or self._ack_ids) and self._dirty is not None:
             self._dirty.set()
         log.info(
             "agentrt: connected to %s as %s (unacked %d, active requests %d)",
@@ -544,6 +551,7 @@ class Client:
             self._grant(1)  # a redelivery of one we still hold
             return
         traj = Trajectory.from_frame(m)
+        traj.spool_id = self.welcome.spool_id if self.welcome is not None else ""
         self._inflight[tid] = seq
         col = self._collectors.get(traj.request_id)
         if col is not None:
@@ -596,7 +604,10 @@ class Client:
             self._acked[t.trajectory_id] = None
             while len(self._acked) > self.dedupe_window:
                 self._acked.popitem(last=False)
-            self._ack_buf.append(t.seq)
+            if t.spool_id and self.welcome is not None and t.spool_id != self.welcome.spool_id:
+                self._ack_ids.append(t.trajectory_id)  # its seq belongs to a spool the server no longer has
+            else:
+                self._ack_buf.append(t.seq)
         self._mark_dirty()
 
     async def flush(self) -> None:
@@ -609,20 +620,28 @@ class Client:
         if ws is None or self._connected is None or not self._connected.is_set():
             return
         seqs, self._ack_buf = self._ack_buf, []
+        ids, self._ack_ids = self._ack_ids, []
         credits, self._credit_buf = self._credit_buf, 0
         try:
-            if seqs:
-                await ws.send(json.dumps({"type": "ack", "seqs": seqs}))
+            if seqs or ids:
+                frame: dict[str, Any] = {"type": "ack"}
+                if seqs:
+                    frame["seqs"] = seqs
+                if ids:
+                    frame["trajectory_ids"] = ids
+                await ws.send(json.dumps(frame))
             if credits:
                 await ws.send(json.dumps({"type": "credit", "credits": credits}))
         except ConnectionClosed:
-            self._ack_buf = seqs + self._ack_buf  # acks stay valid on the next connection; credits do not
+            # Acks stay valid on the next connection (unless it reports another spool); credits do not.
+            self._ack_buf = seqs + self._ack_buf
+            self._ack_ids = ids + self._ack_ids
 
     async def _flush_loop(self) -> None:
         assert self._dirty is not None
         while True:
             await self._dirty.wait()
-            if len(self._ack_buf) < self.ack_batch and self._credit_buf < max(1, self.credits // 4):
+            if len(self._ack_buf) + len(self._ack_ids) < self.ack_batch and self._credit_buf < max(1, self.credits // 4):
                 await asyncio.sleep(self.ack_delay)
             self._dirty.clear()
             await self._flush()

@@ -5,6 +5,7 @@ back. Each against real processes over real sockets."""
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 
 import pytest
@@ -161,5 +162,60 @@ def test_reconnect_gives_up_only_after_timeout(devserver):
                 await waiter
             with pytest.raises(StreamClosedError):
                 await c.submit(prompts(1))  # a sender does not wait for a connection that will not come
+
+    body()
+
+
+def test_acks_after_spool_change_go_by_id():
+    """Sequence numbers belong to one spool. A trajectory received before a reconnect that reports another
+    spool_id is acked by trajectory id, and acks buffered for the old spool are dropped, so they cannot delete
+    unrelated records of the new one. (A scripted protocol peer: it sends what a server whose spool was wiped
+    would send, and records the acks.)"""
+    from websockets.asyncio.server import serve
+
+    acks: list[dict] = []
+    conns = 0
+    second = asyncio.Event()
+    frame = {"type": "trajectory", "seq": 7, "request_id": "r", "item_id": "q", "sample_index": 0, "group_id": "r/q",
+             "trajectory_id": "r/q/0", "trajectory": {"token_ids": [1], "loss_mask": [0], "logprobs": [None]}}
+
+    async def handler(ws):
+        nonlocal conns
+        conns += 1
+        spool = "spool-a" if conns == 1 else "spool-b"
+        json.loads(await ws.recv())  # hello
+        await ws.send(json.dumps({"type": "welcome", "protocol": 1, "consumer_id": "c", "session_id": str(conns),
+                                  "unacked": 0, "active_requests": [], "done_requests": [], "spool_id": spool,
+                                  "max_message_bytes": 1 << 20}))
+        if conns == 1:
+            await ws.send(json.dumps(frame))
+            await ws.send(json.dumps({**frame, "seq": 8, "trajectory_id": "r/q/1", "sample_index": 1}))
+            async for raw in ws:  # until the client drops the connection
+                m = json.loads(raw)
+                if m["type"] == "ack":
+                    acks.append(m)
+            return
+        second.set()
+        async for raw in ws:
+            m = json.loads(raw)
+            if m["type"] == "ack":
+                acks.append(m)
+            if m["type"] == "ping":
+                await ws.send(json.dumps({"type": "pong", "id": m["id"]}))
+
+    @run_async
+    async def body():
+        async with serve(handler, "127.0.0.1", 0) as server:
+            port = server.sockets[0].getsockname()[1]
+            async with Client(f"ws://127.0.0.1:{port}/v1/stream", "c", ack_delay=3600, ack_batch=1000) as c:
+                a = await c.next(timeout=10)
+                b = await c.next(timeout=10)
+                c.ack(a)  # buffered (seq 7 of spool-a) when the connection drops
+                await c._drop_connection()
+                await asyncio.wait_for(second.wait(), 10)
+                await c.sync()
+                c.ack(b)  # received from spool-a, acked while connected to spool-b
+                await c.sync()
+        assert acks == [{"type": "ack", "trajectory_ids": ["r/q/1"]}], acks
 
     body()
