@@ -33,7 +33,8 @@ type Emitter interface {
 	// # Errors
 	//
 	// ctx's error if ctx ends while the spool is full; ErrClosed once the server has closed its spool;
-	// ErrInvalidTrajectory if f.Trajectory is not a JSON object.
+	// ErrInvalidTrajectory if f.Trajectory is not a JSON object; ErrInterrupted once a shutdown has
+	// interrupted the request (nothing is spooled: the sample runs again after a restart).
 	Finish(ctx context.Context, f Finished) error
 	// Turn offers a per-turn event to the consumer if it subscribed (Submit.Events) and is connected. It never
 	// blocks: events are best effort and dropped (and counted) when the consumer's queue is full.

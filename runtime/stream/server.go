@@ -677,6 +677,9 @@ type trajectoryHeader struct {
 const trajectoryPrefix = `{"type":"trajectory","seq":0`
 
 func (e *emitter) Finish(ctx context.Context, f Finished) error {
+	if e.r.interrupted.Load() && !e.r.cancelled.Load() {
+		return ErrInterrupted // its sample runs again after a restart
+	}
 	t := bytes.TrimSpace(f.Trajectory)
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
 		return ErrInvalidTrajectory
@@ -697,9 +700,6 @@ func (e *emitter) Finish(ctx context.Context, f Finished) error {
 	val = append(val, `,"trajectory":`...)
 	val = append(val, t...)
 	val = append(val, '}')
-	if e.r.interrupted.Load() && !e.r.cancelled.Load() {
-		return ErrInterrupted
-	}
 	pctx, cancel := e.s.withHardStop(ctx)
 	defer cancel()
 	_, dup, err := e.s.spool.putValue(pctx, e.r.Consumer, f.TrajectoryID, val,
