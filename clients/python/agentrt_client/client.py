@@ -498,7 +498,7 @@ class Client:
             if self.lost == "resubmit" and frame is not None:
                 log.warning("agentrt: the server does not know request %s any more; submitting it again", rid)
                 fut = asyncio.get_running_loop().create_future()
-                self._pending_submits[rid] = (frame, fut)  # _open sends it
+                self._pending_submits[rid] = (frame, fut)  # _open sends it (or the send below)
 
                 def resubmitted(fut: asyncio.Future, rid: str = rid) -> None:
                     if self._pending_submits.get(rid, (None, None))[1] is fut:
@@ -507,6 +507,9 @@ class Client:
                         self._lose(rid, RequestLostError(rid, f"resubmitting it failed: {fut.exception()}"))
 
                 fut.add_done_callback(resubmitted)
+                if self._connected is not None and self._connected.is_set():
+                    # Found after the hello (an older server's backlog drained): _open's resend is past.
+                    asyncio.ensure_future(self._send(frame))
                 continue
             self._lose(rid, RequestLostError(rid))
 
