@@ -32,11 +32,12 @@ type Observer interface {
 }
 
 // Service runs the rollout requests of `agentrt serve`: it implements stream.Runner with the configured agents,
-// one concurrency limit shared by every request, and a pause gate that holds new turns during weight updates.
+// one concurrency limit shared by every request (its slots are shared fairly between consumers, so one trainer's
+// flood does not delay another's request), and a pause gate that holds new turns during weight updates.
 type Service struct {
 	agents   map[string]*Agent
 	fallback string
-	slots    chan struct{}
+	slots    *fairSlots
 	gate     *Gate
 	ctl      Controller
 	obs      Observer
@@ -54,7 +55,7 @@ func NewService(agents map[string]*Agent, concurrency int, gate *Gate, ctl Contr
 	if concurrency <= 0 {
 		return nil, fmt.Errorf("runtime: concurrency %d: must be > 0", concurrency)
 	}
-	s := &Service{agents: agents, slots: make(chan struct{}, concurrency), gate: gate, ctl: ctl, obs: obs}
+	s := &Service{agents: agents, slots: newFairSlots(concurrency), gate: gate, ctl: ctl, obs: obs}
 	if len(agents) == 1 {
 		for n := range agents {
 			s.fallback = n
@@ -125,8 +126,8 @@ func (s *Service) Validate(req stream.RolloutRequest) error {
 	return err
 }
 
-// Run implements stream.Runner: every sample of every item becomes an episode; each finished trajectory goes to
-// out.Finish (which spools it) as soon as it ends. Cancelling ctx aborts the request's episodes.
+// Run implements stream.Runner: every pending sample of every item becomes an episode; each finished trajectory
+// goes to out.Finish (which spools it) as soon as it ends. Cancelling ctx aborts the request's episodes.
 func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream.Emitter) error {
 	d, err := s.decode(req)
 	if err != nil {
@@ -139,26 +140,28 @@ func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream
 	)
 	for _, it := range d.items {
 		for _, ep := range it.Episodes(req.ID + "/") {
+			if !req.Pending(ep.ItemID, ep.SampleIndex) {
+				continue // finished before a restart: its trajectory is spooled or acked
+			}
+			// The same id when a restart runs the sample again, so the spool and the trainer dedupe it.
 			ep.ID = fmt.Sprintf("%s/%s/%d", req.ID, it.ID, ep.SampleIndex)
+			// In line for a slot; slots go to the consumer with the fewest episodes running (fairSlots).
+			w := s.slots.enqueue(req.Consumer)
 			if s.obs != nil {
 				s.obs.EpisodeQueued(1)
 			}
-			select {
-			case s.slots <- struct{}{}:
-			case <-ctx.Done():
-				if s.obs != nil {
-					s.obs.EpisodeQueued(-1)
-				}
-				wg.Wait()
-				return ctx.Err()
-			}
+			err := s.slots.wait(ctx, w)
 			if s.obs != nil {
 				s.obs.EpisodeQueued(-1)
+			}
+			if err != nil {
+				wg.Wait()
+				return err
 			}
 			s.inFlight.Add(1)
 			wg.Add(1)
 			go func() {
-				defer func() { <-s.slots; s.inFlight.Add(-1); wg.Done() }()
+				defer func() { s.slots.release(req.Consumer); s.inFlight.Add(-1); wg.Done() }()
 				t := d.agent.Run(ctx, ep)
 				if s.obs != nil {
 					s.obs.EpisodeFinished(t)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -28,9 +28,10 @@ const runUsage = `usage: agentrt run CONFIG --prompts FILE --out FILE [flags]
 
 Runs every prompt of FILE (JSON lines: "id", "messages" or "prompt", optional "n", "label", "metadata",
 "sampling_params") through the agent and appends one trajectory per sample to --out, as JSON lines.
-Re-running with the same --out runs only the samples that are not in it yet. Ctrl-C stops starting
-episodes, aborts the ones in flight (they are not written, so a re-run completes them) and keeps
-everything finished; a second Ctrl-C quits at once.
+Each trajectory is written to --out as it finishes (fsynced in the background), so nothing finished is
+lost, even to kill -9. Re-running with the same --out runs only the samples that are not in it yet.
+Ctrl-C stops starting episodes, aborts the ones in flight (they are not written, so a re-run completes
+them) and keeps everything finished; a second Ctrl-C quits at once.
 
 flags:
 `
@@ -116,7 +117,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintln(io.err, "agentrt run:", err)
 		return exitStartup
 	}
-	bw := bufio.NewWriterSize(w, 1<<20)
+	dw := newDurableWriter(w)
 	var buf []byte
 	var overhead turnOverheads
 	emit := func(t *tito.Trajectory) error {
@@ -126,13 +127,8 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		if err != nil {
 			return err
 		}
-		buf = b
-		bw.Write(b)
-		bw.WriteByte('\n')
-		if bw.Buffered() > 512<<10 {
-			return bw.Flush()
-		}
-		return nil
+		buf = append(b, '\n')
+		return dw.write(buf)
 	}
 	c := *concurrency
 	if c <= 0 {
@@ -170,10 +166,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 			progress(s)
 		}
 	})
-	if err := bw.Flush(); err != nil && runErr == nil {
-		runErr = err
-	}
-	if err := w.Close(); err != nil && runErr == nil {
+	if err := dw.close(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if bar != nil {
@@ -191,6 +184,86 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// durableWriter writes each trajectory line with one write as it finishes: once write returns, the line is in
+// the file and survives a kill -9 of the process. A background goroutine fsyncs after writes (group commit: one
+// fsync for whatever was written meanwhile, at most every fsyncEvery), so a machine crash loses at most the
+// last moments' lines, which a re-run completes; finishedIDs drops a line cut short.
+type durableWriter struct {
+	f      *os.File
+	dirty  chan struct{} // a write is waiting for an fsync
+	stop   chan struct{} // closed by close
+	synced chan struct{} // closed when the fsync goroutine has exited
+	mu     sync.Mutex
+	err    error // the first write or fsync error
+}
+
+// fsyncEvery spaces fsyncs: each one also commits the filesystem's journal and holds up writes meanwhile, so
+// back-to-back fsyncs cost a fast run ~12% of its episodes/s; at 10 a second they cost nothing measurable.
+const fsyncEvery = 100 * time.Millisecond
+
+func newDurableWriter(f *os.File) *durableWriter {
+	d := &durableWriter{f: f, dirty: make(chan struct{}, 1), stop: make(chan struct{}), synced: make(chan struct{})}
+	go func() {
+		defer close(d.synced)
+		for {
+			select {
+			case <-d.dirty:
+			case <-d.stop:
+				return
+			}
+			next := time.Now().Add(fsyncEvery)
+			if err := f.Sync(); err != nil {
+				d.fail(fmt.Errorf("fsync %s: %w", f.Name(), err))
+			}
+			t := time.NewTimer(time.Until(next))
+			select {
+			case <-t.C:
+			case <-d.stop:
+				t.Stop()
+				return
+			}
+		}
+	}()
+	return d
+}
+
+func (d *durableWriter) fail(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.err == nil {
+		d.err = err
+	}
+}
+
+// write appends b (whole lines) to the file; it reports an earlier fsync failure too.
+func (d *durableWriter) write(b []byte) error {
+	if _, err := d.f.Write(b); err != nil {
+		d.fail(fmt.Errorf("write %s: %w", d.f.Name(), err))
+	}
+	select {
+	case d.dirty <- struct{}{}:
+	default: // an fsync is already due; it covers this write
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
+}
+
+// close waits for the background fsync, fsyncs once more and closes the file. No write may follow.
+func (d *durableWriter) close() error {
+	close(d.stop)
+	<-d.synced
+	if err := d.f.Sync(); err != nil {
+		d.fail(fmt.Errorf("fsync %s: %w", d.f.Name(), err))
+	}
+	if err := d.f.Close(); err != nil {
+		d.fail(err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.err
 }
 
 // turnOverheads collects the runtime's own time per turn (TurnInfo.OverheadMS) for the closing summary.

@@ -25,9 +25,10 @@ Runs the rollout service that trainers drive: HTTP on server.addr with
   /healthz    200 while the process serves
   /readyz     200 when SGLang answers /health and the plugins are loaded
   /metrics    Prometheus metrics
-Finished trajectories are spooled on disk (server.spool_dir) until a trainer acks them. SIGINT/SIGTERM stop
-accepting work, let running episodes finish for server.shutdown_grace, abort the rest and flush the spool;
-a second signal quits at once.
+Accepted requests and finished trajectories are kept on disk (server.spool_dir) until a trainer acks them;
+a restart on the same spool (even after kill -9) resumes every request that had not ended. SIGINT/SIGTERM
+stop accepting work, let running episodes finish for server.shutdown_grace, then interrupt the rest (they
+run again on the next start) and flush the spool; a second signal quits at once.
 
 flags:
 `

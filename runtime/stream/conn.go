@@ -144,8 +144,15 @@ func (c *conn) serve(headerAuth bool) {
 	}
 	defer s.detach(c)
 	log := s.log.With("consumer", c.consumer, "remote", c.remote)
+	// Read after the active list: a request that ends in between is in one list or the other.
+	done, err := s.spool.doneRequests(c.consumer)
+	if err != nil {
+		c.fatal(CodeShuttingDown, err.Error(), websocket.CloseInternalServerErr)
+		return
+	}
 	w := Welcome{Type: TypeWelcome, Protocol: ProtocolVersion, Consumer: c.consumer, Session: newSessionID(),
-		Unacked: s.spool.unacked(c.consumer), Dropped: dropped, ActiveRequests: active, MaxMessageBytes: s.cfg.MaxMessageBytes}
+		Unacked: s.spool.unacked(c.consumer), Dropped: dropped, ActiveRequests: active, DoneRequests: done,
+		SpoolID: s.spool.id, MaxMessageBytes: s.cfg.MaxMessageBytes}
 	b, _ := json.Marshal(w)
 	c.ws.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {

@@ -7,4 +7,7 @@ var (
 	ErrClosed = errors.New("stream: closed")
 	// ErrInvalidTrajectory is returned by Emitter.Finish when the trajectory is not a JSON object.
 	ErrInvalidTrajectory = errors.New("stream: trajectory is not a JSON object")
+	// ErrInterrupted is returned by Emitter.Finish once the server is shutting down past its grace period: the
+	// trajectory is not spooled, and its sample runs again when the server restarts (its request is journaled).
+	ErrInterrupted = errors.New("stream: interrupted by shutdown; the sample runs again after a restart")
 )

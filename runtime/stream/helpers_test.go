@@ -194,3 +194,22 @@ func num(m map[string]any, k string) uint64 {
 }
 
 func newHTTPServer(h http.Handler) *httptest.Server { return httptest.NewServer(h) }
+
+// nextBeforeClose returns the next frame that is not an event, or nil once the connection has closed (failing
+// the test if neither happens within 20 s).
+func (c *client) nextBeforeClose() map[string]any {
+	c.t.Helper()
+	for {
+		select {
+		case m, ok := <-c.frames:
+			if !ok {
+				return nil
+			}
+			if m["type"] != "event" {
+				return m
+			}
+		case <-time.After(20 * time.Second):
+			c.t.Fatal("neither a frame nor the close within 20s")
+		}
+	}
+}

@@ -49,6 +49,7 @@ const (
 	CodeRunner        = "runner_error"
 	CodeInternal      = "internal_error" // handling the frame panicked (a bug): the connection stays up
 	CodeOverloaded    = "overloaded"
+	CodeSpool         = "spool_error" // the server could not write the request journal (disk full, I/O error)
 )
 
 // Request statuses carried by request_done.
@@ -92,9 +93,16 @@ type Welcome struct {
 	Unacked int `json:"unacked"`
 	// Dropped is the number of unacked messages deleted because the hello asked for resume false.
 	Dropped int `json:"dropped,omitempty"`
-	// ActiveRequests lists the consumer's requests still running on the server.
-	ActiveRequests  []string `json:"active_requests"`
-	MaxMessageBytes int64    `json:"max_message_bytes"`
+	// ActiveRequests lists the consumer's requests still running on the server (including the ones a restart
+	// resumed).
+	ActiveRequests []string `json:"active_requests"`
+	// DoneRequests lists the consumer's requests that have ended and whose request_done is spooled, not yet
+	// acked (it follows). A request the consumer waits for that is in neither list is unknown to the server.
+	DoneRequests []string `json:"done_requests"`
+	// SpoolID identifies the server's spool. Sequence numbers are only meaningful within one spool: after a
+	// reconnect that reports another id (the spool was lost), ack what came before by trajectory id.
+	SpoolID         string `json:"spool_id"`
+	MaxMessageBytes int64  `json:"max_message_bytes"`
 }
 
 // Item is one prompt of a rollout request; it is run N times.

@@ -11,7 +11,7 @@ type Runner interface {
 	// Validate checks a request before it is accepted (unknown agent, bad sampling overrides, ...). A non-nil
 	// error rejects the request with the error's text as the reason.
 	Validate(req RolloutRequest) error
-	// Run runs every sample of req (len(Items) x N episodes) and hands each finished trajectory to out.Finish,
+	// Run runs every pending sample of req (len(Items) x N episodes, less req.Finished) and hands each finished trajectory to out.Finish,
 	// which returns once the trajectory is in the spool. Run returns when every episode has finished; ctx is
 	// cancelled when the consumer cancels the request or the server shuts down past its grace period, and the
 	// runner should then abort its episodes (aborted trajectories may still be handed to out.Finish).
@@ -33,7 +33,8 @@ type Emitter interface {
 	// # Errors
 	//
 	// ctx's error if ctx ends while the spool is full; ErrClosed once the server has closed its spool;
-	// ErrInvalidTrajectory if f.Trajectory is not a JSON object.
+	// ErrInvalidTrajectory if f.Trajectory is not a JSON object; ErrInterrupted once a shutdown has
+	// interrupted the request (nothing is spooled: the sample runs again after a restart).
 	Finish(ctx context.Context, f Finished) error
 	// Turn offers a per-turn event to the consumer if it subscribed (Submit.Events) and is connected. It never
 	// blocks: events are best effort and dropped (and counted) when the consumer's queue is full.
@@ -47,6 +48,20 @@ type RolloutRequest struct {
 	Agent    string
 	Items    []Item
 	Sampling json.RawMessage
+	// Finished holds the samples that finished before the server restarted (their trajectories are spooled
+	// or already acked); Run must not run them again. Empty for a request that was just submitted.
+	Finished map[SampleRef]bool
+}
+
+// SampleRef names one sample of a request: the Index-th sample of item ItemID.
+type SampleRef struct {
+	ItemID string
+	Index  int
+}
+
+// Pending reports whether sample index of item itemID still has to run.
+func (r RolloutRequest) Pending(itemID string, index int) bool {
+	return !r.Finished[SampleRef{ItemID: itemID, Index: index}]
 }
 
 // Samples returns the number of episodes the request asks for.

@@ -159,13 +159,18 @@ type request struct {
 	RolloutRequest
 	events    bool
 	cancel    context.CancelFunc
-	cancelled atomic.Bool
-	done      chan struct{}
-	emitted   atomic.Int64
+	cancelled atomic.Bool // by its consumer (cancel, or a hello with resume false)
+	// interrupted is set when Shutdown gives up waiting: the request stays journaled and runs again (its
+	// unfinished samples) after a restart; nothing more of it is spooled by this process.
+	interrupted atomic.Bool
+	done        chan struct{}
+	emitted     atomic.Int64
 }
 
 // New opens (or creates) the spool in cfg.SpoolDir and returns a server that runs requests with runner.
-// Unacked messages already in the spool are delivered when their consumers connect.
+// Unacked messages already in the spool are delivered when their consumers connect, and every journaled request
+// that had not ended when the last process stopped (crash, kill -9, shutdown past its grace) starts again at
+// once: its samples that are not spooled yet run, and its request_done follows as usual.
 //
 // # Errors
 //
@@ -207,7 +212,35 @@ func New(cfg Config, runner Runner, opts ...Option) (*Server, error) {
 	if n, b, _ := sp.stats(); n > 0 {
 		s.log.Info("stream: spool replay pending", "records", n, "bytes", b, "dir", cfg.SpoolDir)
 	}
+	if err := s.resumeJournaled(); err != nil {
+		sp.close()
+		return nil, err
+	}
 	return s, nil
+}
+
+// resumeJournaled registers and starts every request left in the journal.
+func (s *Server) resumeJournaled() error {
+	js, err := s.spool.journaled()
+	if err != nil {
+		return err
+	}
+	for _, j := range js {
+		req := RolloutRequest{ID: j.id, Consumer: j.consumer, Agent: j.entry.Agent, Items: j.entry.Items,
+			Sampling: j.entry.Sampling, Finished: j.finished}
+		ctx, cancel := context.WithCancel(context.Background())
+		r := &request{RolloutRequest: req, events: j.entry.Events, cancel: cancel, done: make(chan struct{})}
+		r.cancelled.Store(j.cancelled)
+		r.emitted.Store(int64(len(j.finished)))
+		s.mu.Lock()
+		s.requests[reqKey(j.consumer, j.id)] = r
+		s.runs.Add(1)
+		s.mu.Unlock()
+		s.log.Info("stream: resuming journaled request", "consumer", j.consumer, "request_id", j.id,
+			"samples", req.Samples(), "finished", len(j.finished), "cancelled", j.cancelled)
+		go s.run(ctx, reqKey(j.consumer, j.id), r)
+	}
+	return nil
 }
 
 // Stats returns a snapshot of the counters.
@@ -224,9 +257,11 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-// Shutdown stops accepting connections and requests, waits for running requests until ctx ends, then cancels
-// the rest and waits for their Run to return (their aborted trajectories are spooled), sends every connection a
-// going-away close frame, and closes the spool. Everything finished is in the spool; nothing unacked is lost.
+// Shutdown stops accepting connections and requests, waits for running requests until ctx ends, then interrupts
+// the rest and waits for their Run to return, sends every connection a going-away close frame, and closes the
+// spool. Everything finished is in the spool; nothing unacked is lost. An interrupted request spools nothing
+// more and no request_done: it stays journaled, and its unfinished samples run when a server starts again on
+// the same spool.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.closing {
@@ -243,7 +278,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		s.mu.Lock()
 		for _, r := range s.requests {
-			r.cancelled.Store(true)
+			r.interrupted.Store(true)
 			r.cancel()
 		}
 		s.mu.Unlock()
@@ -452,6 +487,19 @@ func (s *Server) submit(consumer string, m *Submit) (any, func()) {
 	s.requests[key] = r
 	s.runs.Add(1)
 	s.mu.Unlock()
+	// Journaled (committed, fsynced) before it is accepted: from here on a crash does not lose it.
+	if _, err := s.spool.journal(consumer, m.RequestID, journalEntry{Agent: m.Agent, Items: m.Items, Sampling: m.Sampling, Events: m.Events}); err != nil {
+		cancel()
+		s.mu.Lock()
+		delete(s.requests, key)
+		s.mu.Unlock()
+		s.runs.Done()
+		s.log.Error("stream: could not journal a request", "consumer", consumer, "request_id", m.RequestID, "err", err)
+		if errors.Is(err, ErrClosed) {
+			return reject(CodeShuttingDown, "the server is shutting down")
+		}
+		return reject(CodeSpool, "the server could not journal the request: "+err.Error())
+	}
 	s.accepted.Add(1)
 	return Accepted{Type: TypeAccepted, RequestID: m.RequestID, Samples: req.Samples()}, func() { go s.run(ctx, key, r) }
 }
@@ -506,15 +554,37 @@ func validateSubmit(m *Submit, maxSamples int) error {
 func (s *Server) run(ctx context.Context, key string, r *request) {
 	defer s.runs.Done()
 	defer close(r.done)
-	err := func() (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("stream: runner panicked: %v", p)
-			}
-		}()
-		return s.runner.Run(ctx, r.RolloutRequest, &emitter{s: s, r: r})
+	defer func() {
+		s.mu.Lock()
+		delete(s.requests, key)
+		s.mu.Unlock()
 	}()
+	var err error
+	switch {
+	case r.cancelled.Load() && r.Finished != nil:
+		// Resumed after a restart, but its consumer had cancelled it: it ends now with what it had.
+	case r.Finished != nil:
+		// Resumed after a restart: the runner may have changed (another config); check the request again.
+		if err = s.runner.Validate(r.RolloutRequest); err != nil {
+			err = fmt.Errorf("after a server restart the request is no longer valid: %w", err)
+			break
+		}
+		fallthrough
+	default:
+		err = func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = fmt.Errorf("stream: runner panicked: %v", p)
+				}
+			}()
+			return s.runner.Run(ctx, r.RolloutRequest, &emitter{s: s, r: r})
+		}()
+	}
 	r.cancel()
+	if r.interrupted.Load() && !r.cancelled.Load() {
+		s.log.Info("stream: request interrupted by shutdown; it resumes when the server restarts", "consumer", r.Consumer, "request_id", r.ID)
+		return
+	}
 	status, msg := RequestCompleted, ""
 	switch {
 	case r.cancelled.Load():
@@ -529,13 +599,14 @@ func (s *Server) run(ctx context.Context, key string, r *request) {
 	done := RequestDone{Type: TypeRequestDone, RequestID: r.ID, Status: status, Error: msg, Trajectories: int(r.emitted.Load())}
 	// The done record waits for spool room like a trajectory, until a hard stop.
 	pctx, cancel := s.withHardStop(context.Background())
-	if _, _, err := s.spool.put(pctx, r.Consumer, kindDone, "done/"+r.ID, tailOf(done, `{"type":"request_done","seq":0`)); err != nil {
+	// Its put ends the journal entry in the same transaction; if it fails, the request runs again (nothing
+	// left to run) after a restart and its request_done is spooled then.
+	tail := tailOf(done, `{"type":"request_done","seq":0`)
+	val := append(recordValue(kindDone, doneIDPrefix+r.ID, len(tail)), tail...)
+	if _, _, err := s.spool.putValue(pctx, r.Consumer, doneIDPrefix+r.ID, val, journalRef{request: r.ID, end: true}); err != nil {
 		s.log.Error("stream: could not spool request_done", "consumer", r.Consumer, "request_id", r.ID, "err", err)
 	}
 	cancel()
-	s.mu.Lock()
-	delete(s.requests, key)
-	s.mu.Unlock()
 }
 
 // tailOf marshals v and strips prefix (the type and a zero seq), leaving what follows the seq in a frame.
@@ -556,6 +627,9 @@ func (s *Server) cancelRequest(consumer, id string) bool {
 	}
 	r.cancelled.Store(true)
 	r.cancel()
+	if err := s.spool.journalCancel(consumer, id); err != nil {
+		s.log.Warn("stream: could not journal a cancel (a restart would run the request's other samples)", "consumer", consumer, "request_id", id, "err", err)
+	}
 	return true
 }
 
@@ -603,6 +677,9 @@ type trajectoryHeader struct {
 const trajectoryPrefix = `{"type":"trajectory","seq":0`
 
 func (e *emitter) Finish(ctx context.Context, f Finished) error {
+	if e.r.interrupted.Load() && !e.r.cancelled.Load() {
+		return ErrInterrupted // its sample runs again after a restart
+	}
 	t := bytes.TrimSpace(f.Trajectory)
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
 		return ErrInvalidTrajectory
@@ -625,7 +702,8 @@ func (e *emitter) Finish(ctx context.Context, f Finished) error {
 	val = append(val, '}')
 	pctx, cancel := e.s.withHardStop(ctx)
 	defer cancel()
-	_, dup, err := e.s.spool.putValue(pctx, e.r.Consumer, f.TrajectoryID, val)
+	_, dup, err := e.s.spool.putValue(pctx, e.r.Consumer, f.TrajectoryID, val,
+		journalRef{request: e.r.ID, item: f.ItemID, sample: f.SampleIndex})
 	if err != nil {
 		return fmt.Errorf("stream: spool trajectory %s: %w", f.TrajectoryID, err)
 	}

@@ -2,7 +2,9 @@ package stream
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -17,8 +19,10 @@ import (
 // The spool is a bbolt database (one file, spool.db) that holds every spooled message until its consumer acks it.
 //
 //	bucket "meta":            "seq" -> last assigned sequence number (uint64 big endian)
+//	                          "id"  -> the spool's random id (hex), made when the file is created
 //	bucket "q" / <consumer>:  seq (uint64 big endian) -> record value
 //	bucket "t" / <consumer>:  trajectory id -> seq
+//	bucket "r" / <consumer> / <request id>:  the request journal (see journal.go)
 //
 // A record value is: kind (1 byte), len(id) (uint16 big endian), id, tail. The frame sent to the consumer is
 // `{"type":"<kind>","seq":<seq>` followed by tail, so a frame is never re-encoded between spool and socket.
@@ -37,7 +41,9 @@ var (
 	bucketMeta  = []byte("meta")
 	bucketQueue = []byte("q")
 	bucketIndex = []byte("t")
+	bucketReqs  = []byte("r")
 	keySeq      = []byte("seq")
+	keySpoolID  = []byte("id")
 )
 
 type spoolConfig struct {
@@ -51,6 +57,7 @@ type spoolConfig struct {
 type spool struct {
 	db  *bolt.DB
 	cfg spoolConfig
+	id  string // sequence numbers mean something only within one spool
 
 	ops    chan *spoolOp
 	stop   chan struct{}
@@ -80,6 +87,8 @@ const (
 	opPut spoolOpKind = iota
 	opAck
 	opDrop
+	opJournal       // record an accepted request
+	opJournalCancel // mark a journaled request cancelled
 )
 
 type spoolOp struct {
@@ -90,6 +99,7 @@ type spoolOp struct {
 	id   string
 	val  []byte // kind, len(id), id, tail: see the layout above
 	size int64
+	jr   journalRef // the journaled request the record belongs to, if any
 
 	// ack
 	seqs    []uint64
@@ -155,11 +165,24 @@ func openSpool(cfg spoolConfig) (*spool, error) {
 		if v := meta.Get(keySeq); len(v) == 8 {
 			seq = binary.BigEndian.Uint64(v)
 		}
+		if v := meta.Get(keySpoolID); len(v) > 0 {
+			s.id = string(v)
+		} else {
+			var b [8]byte
+			rand.Read(b[:])
+			s.id = hex.EncodeToString(b[:])
+			if err := meta.Put(keySpoolID, []byte(s.id)); err != nil {
+				return err
+			}
+		}
 		q, err := tx.CreateBucketIfNotExists(bucketQueue)
 		if err != nil {
 			return err
 		}
 		if _, err := tx.CreateBucketIfNotExists(bucketIndex); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucketIfNotExists(bucketReqs); err != nil {
 			return err
 		}
 		return q.ForEachBucket(func(name []byte) error {
@@ -298,16 +321,18 @@ func (s *spool) put(ctx context.Context, consumer string, kind byte, id string, 
 	if len(id) > maxIDLen {
 		return 0, false, fmt.Errorf("stream: id longer than %d bytes", maxIDLen)
 	}
-	return s.putValue(ctx, consumer, id, append(recordValue(kind, id, len(tail)), tail...))
+	return s.putValue(ctx, consumer, id, append(recordValue(kind, id, len(tail)), tail...), journalRef{})
 }
 
 // putValue is put with a value built by recordValue (the trajectory hot path: one copy of the trajectory).
-func (s *spool) putValue(ctx context.Context, consumer string, id string, val []byte) (uint64, bool, error) {
+// jr names the journaled request the record belongs to: a trajectory is recorded as one of its finished
+// samples, a request_done (jr.end) deletes its journal entry, in the same transaction as the put.
+func (s *spool) putValue(ctx context.Context, consumer string, id string, val []byte, jr journalRef) (uint64, bool, error) {
 	size := int64(len(val))
 	if err := s.reserve(ctx, size); err != nil {
 		return 0, false, err
 	}
-	op := &spoolOp{kind: opPut, consumer: consumer, id: id, val: val, size: size, done: make(chan struct{})}
+	op := &spoolOp{kind: opPut, consumer: consumer, id: id, val: val, size: size, jr: jr, done: make(chan struct{})}
 	if err := s.submit(op); err != nil {
 		s.release(1, size)
 		return 0, false, err
@@ -430,6 +455,9 @@ func (s *spool) commit(seq uint64, batch []*spoolOp) uint64 {
 				if err != nil {
 					return err
 				}
+				if err := journalRecord(tx, op.consumer, op.jr); err != nil {
+					return err
+				}
 				if v := ix.Get([]byte(op.id)); len(v) == 8 {
 					op.seq, op.dup = binary.BigEndian.Uint64(v), true
 					released.n++
@@ -447,6 +475,16 @@ func (s *spool) commit(seq uint64, batch []*spoolOp) uint64 {
 				op.seq = next
 				perConsumer[op.consumer]++
 				added[op.consumer] = true
+			case opJournal:
+				dup, err := journalPut(tx, op.consumer, op.id, op.val)
+				if err != nil {
+					return err
+				}
+				op.dup = dup
+			case opJournalCancel:
+				if err := journalCancel(tx, op.consumer, op.id); err != nil {
+					return err
+				}
 			case opAck, opDrop:
 				q, ix := qb.Bucket([]byte(op.consumer)), ib.Bucket([]byte(op.consumer))
 				if q == nil || ix == nil {

@@ -11,7 +11,7 @@ import uuid
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterable
 
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidStatus, WebSocketException
 
 from .errors import (
     AgentrtError,
@@ -31,7 +31,14 @@ PAUSE_MODES = ("abort", "retract", "in_place")
 log = logging.getLogger("agentrt_client")
 
 _CLOSED = object()  # queue sentinel
-_LOST = object()  # collector marker: the server no longer knows the request (it restarted)
+LOST_POLICIES = ("resubmit", "raise")
+
+
+class _Raise:
+    """A queue entry that makes the reader of the queue raise exc (a request the server lost)."""
+
+    def __init__(self, exc: BaseException) -> None:
+        self.exc = exc
 
 try:  # orjson parses the large trajectory frames several times faster, when it is installed
     from orjson import loads as _loads
@@ -88,6 +95,15 @@ class Client:
     connection drops, the client reconnects with backoff and resumes: unacked trajectories come again, and
     those it already has are dropped by trajectory id, so the application sees each trajectory once.
 
+    Reconnecting never gives up early and never hangs: every transient failure (connection refused or reset, a
+    handshake cut short, HTTP 5xx from a server that is starting or stopping, a hello not answered) is retried
+    with backoff until ``reconnect_timeout`` seconds have passed (``None``: for ever); then every waiter gets
+    StreamClosedError. A server restarted on its spool resumes the consumer's requests itself. If after a
+    reconnect the server no longer knows a request this client waits for (its spool was lost), ``lost``
+    decides: ``"resubmit"`` (default) sends it again under the same id (trajectory ids stay the same, so samples
+    already received are dropped as duplicates); ``"raise"`` makes ``run``, ``wait_request``, ``next`` and the
+    ``trajectories()`` iterator raise RequestLostError.
+
     Use it as ``async with Client(...) as c:`` or call ``connect()`` and ``close()``. Not thread-safe: use it
     from one event loop.
     """
@@ -110,6 +126,7 @@ class Client:
         orphans: str = "queue",
         on_event: Callable[[dict[str, Any]], Any] | None = None,
         dedupe_window: int = 1_000_000,
+        lost: str = "resubmit",
     ) -> None:
         if not consumer_id:
             raise ValueError("consumer_id is required")
@@ -117,6 +134,8 @@ class Client:
             raise ValueError(f"credits must be >= 1, got {credits}")
         if orphans not in ("queue", "ack"):
             raise ValueError(f"orphans must be 'queue' or 'ack', got {orphans!r}")
+        if lost not in LOST_POLICIES:
+            raise ValueError(f"lost must be one of {LOST_POLICIES}, got {lost!r}")
         self.url = url
         self.consumer_id = consumer_id
         self.token = token
@@ -132,6 +151,7 @@ class Client:
         self.orphans = orphans
         self.on_event = on_event
         self.dedupe_window = dedupe_window
+        self.lost = lost
 
         self.welcome: Welcome | None = None
         self.reconnects = 0
@@ -143,6 +163,9 @@ class Client:
         self._connected: asyncio.Event | None = None
         self._queue: asyncio.Queue[Any] | None = None
         self._pending_submits: dict[str, tuple[str, asyncio.Future]] = {}
+        # Accepted requests whose request_done has not arrived: their submit frames, to resubmit one the server
+        # no longer knows.
+        self._open_requests: dict[str, str] = {}
         self._controls: dict[str, asyncio.Future] = {}
         self._pings: dict[str, asyncio.Future] = {}
         self._collectors: dict[str, _Collector] = {}
@@ -151,13 +174,14 @@ class Client:
         self._inflight: dict[str, int] = {}
         self._acked: collections.OrderedDict[str, None] = collections.OrderedDict()
         self._ack_buf: list[int] = []
+        self._ack_ids: list[str] = []  # acks of trajectories that came from another spool (by id: seqs differ)
         self._credit_buf = 0
         self._dirty: asyncio.Event | None = None
         self._reader: asyncio.Task | None = None
         self._flusher: asyncio.Task | None = None
-        # After a reconnect: spooled messages still to come from the backlog the welcome announced, and the
-        # requests the server said were running. Once the backlog is in, an open request that is neither
-        # running nor done was lost (the server restarted while it ran).
+        # After a reconnect to a server whose welcome has no done_requests (older than durable requests):
+        # spooled messages still to come from the backlog it announced, and the requests it said were running.
+        # Once the backlog is in, an open request that is neither running nor done was lost.
         self._backlog_left = 0
         self._active_at_welcome: set[str] = set()
 
@@ -208,6 +232,9 @@ class Client:
         self._fail_all(StreamClosedError("client closed"))
 
     async def _open(self) -> None:
+        """Connects and exchanges hello/welcome. Errors: AuthError and ProtocolError (``retryable`` tells a
+        transient refusal such as HTTP 503 from a fatal one), ServerError (an error frame), OSError, the
+        websockets library's exceptions (a handshake cut short), TimeoutError."""
         headers = {"Authorization": f"Bearer {self.token}"} if self.token else None
         try:
             ws = await connect(
@@ -222,9 +249,20 @@ class Client:
                 max_queue=None,
             )
         except InvalidStatus as e:
-            if e.response.status_code == 401:
+            code = e.response.status_code
+            if code == 401:
                 raise AuthError(f"{self.url}: the server refused the bearer token (HTTP 401)") from e
-            raise ProtocolError(f"{self.url}: WebSocket upgrade refused with HTTP {e.response.status_code}") from e
+            # 5xx (starting, stopping, a proxy without a backend) and 429 pass; a 404 or 400 will not.
+            raise ProtocolError(f"{self.url}: WebSocket upgrade refused with HTTP {code}", retryable=code >= 500 or code == 429) from e
+        try:
+            await self._hello(ws)
+        except BaseException:
+            if self._ws is ws and self._connected is not None and self._fatal is None:
+                self._connected.clear()  # senders wait for the next attempt instead of spinning on a dead socket
+            await ws.close()
+            raise
+
+    async def _hello(self, ws: ClientConnection) -> None:
         in_queue = self._queue.qsize() if self._queue is not None else 0
         hello = {
             "type": "hello",
@@ -239,10 +277,12 @@ class Client:
             await ws.send(json.dumps(hello))
             raw = await asyncio.wait_for(ws.recv(), timeout=self.open_timeout)
         except ConnectionClosed as e:
-            raise ProtocolError(f"{self.url}: connection closed during hello: {e}") from e
-        m = json.loads(raw)
+            raise ProtocolError(f"{self.url}: connection closed during hello: {e}", retryable=True) from e
+        try:
+            m = json.loads(raw)
+        except ValueError as e:
+            raise ProtocolError(f"{self.url}: the answer to hello is not JSON: {e}", retryable=True) from e
         if m.get("type") == "error":
-            await ws.close()
             code, msg = m.get("code", ""), m.get("message", "")
             if code == "unauthorized":
                 raise AuthError(f"{self.url}: {msg}")
@@ -250,25 +290,34 @@ class Client:
                 raise ProtocolError(f"{self.url}: {code}: {msg}")
             raise ServerError(code, msg, "hello", None)
         if m.get("type") != "welcome":
-            await ws.close()
             raise ProtocolError(f"{self.url}: expected welcome, got {m.get('type')!r}")
         reconnect = self.welcome is not None
+        old_spool = self.welcome.spool_id if self.welcome is not None else ""
         self.welcome = Welcome.from_frame(m)
+        if reconnect and old_spool and self.welcome.spool_id != old_spool:
+            # The server lost its spool: buffered acks name sequence numbers of the old one, which would delete
+            # unrelated records of the new one. Drop them; what was handled is acked by id when it comes again.
+            log.warning("agentrt: the server's spool changed (%s -> %s); %d pending acks dropped", old_spool, self.welcome.spool_id, len(self._ack_buf))
+            self._ack_buf = []
         self._ws = ws
-        if reconnect:
-            self._backlog_left = self.welcome.unacked
-            self._active_at_welcome = set(self.welcome.active_requests)
         self._credit_buf = 0  # credits belong to a connection
+        if reconnect:
+            if self.welcome.done_requests is not None:
+                self._find_lost(set(self.welcome.active_requests) | set(self.welcome.done_requests))
+            else:
+                self._backlog_left = self.welcome.unacked
+                self._active_at_welcome = set(self.welcome.active_requests)
+                if self._backlog_left == 0:
+                    self._find_lost(self._active_at_welcome)
         assert self._connected is not None
         self._connected.set()
-        # Submits not yet answered are sent again: the server answers a duplicate request id as accepted.
+        # Submits not yet answered are sent again (the server answers a duplicate request id as accepted), and
+        # so are the requests _find_lost resubmits.
         for frame, fut in list(self._pending_submits.values()):
             if not fut.done():
                 await ws.send(frame)
-        if self._ack_buf and self._dirty is not None:
+        if (self._ack_buf or self._ack_ids) and self._dirty is not None:
             self._dirty.set()
-        if reconnect and self._backlog_left == 0:
-            self._check_lost()
         log.info(
             "agentrt: connected to %s as %s (unacked %d, active requests %d)",
             self.url,
@@ -315,20 +364,36 @@ class Client:
             self.reconnects += 1
 
     async def _reopen(self) -> None:
+        """Reconnects, retrying every transient failure until reconnect_timeout has passed (a last attempt is
+        made at the deadline). AuthError and a ProtocolError that is not retryable end it at once."""
         loop = asyncio.get_running_loop()
         deadline = None if self.reconnect_timeout is None else loop.time() + self.reconnect_timeout
         delay = 0.05
+        attempts = 0
         while True:
+            attempts += 1
             try:
                 await self._open()
                 return
             except AuthError:
                 raise
-            except (OSError, ProtocolError, ServerError, asyncio.TimeoutError, ConnectionClosed) as e:
-                if deadline is not None and loop.time() + delay > deadline:
-                    raise StreamClosedError(f"could not reconnect to {self.url} within {self.reconnect_timeout}s: {e}")
-                log.info("agentrt: reconnect failed (%s); retrying in %.2fs", e, delay)
-            await asyncio.sleep(delay)
+            except ProtocolError as e:
+                if not e.retryable:
+                    raise
+                err: BaseException = e
+            # Refused or reset (OSError), a handshake cut short ("did not receive a valid HTTP response": the
+            # websockets library's InvalidMessage), a hello not answered in time, an error frame such as
+            # shutting_down: all transient while a server restarts.
+            except (OSError, WebSocketException, asyncio.TimeoutError, EOFError, ServerError) as e:
+                err = e
+            now = loop.time()
+            if deadline is not None and now >= deadline:
+                raise StreamClosedError(
+                    f"could not reconnect to {self.url} within {self.reconnect_timeout}s ({attempts} attempts): {err}"
+                )
+            wait = delay if deadline is None else min(delay, deadline - now)
+            log.info("agentrt: reconnect failed (%s: %s); retrying in %.2fs", type(err).__name__, err, wait)
+            await asyncio.sleep(wait)
             delay = min(delay * 2, self.reconnect_max_delay)
 
     def _fail_all(self, exc: BaseException) -> None:
@@ -347,6 +412,8 @@ class Client:
             col.queue.put_nowait(_CLOSED)
         if self._queue is not None:
             self._queue.put_nowait(_CLOSED)
+        if self._connected is not None:
+            self._connected.set()  # senders waiting for a reconnect wake up and raise
 
     def _check(self) -> None:
         if self._fatal is not None:
@@ -385,10 +452,13 @@ class Client:
             if self._backlog_left > 0:
                 self._backlog_left -= 1
                 if self._backlog_left == 0:
-                    self._check_lost()
+                    self._find_lost(self._active_at_welcome)
         elif t == "accepted":
-            entry = self._pending_submits.get(m.get("request_id", ""))
+            rid = m.get("request_id", "")
+            entry = self._pending_submits.get(rid)
             if entry and not entry[1].done():
+                if rid not in self._done:
+                    self._open_requests[rid] = entry[0]
                 entry[1].set_result(m)
         elif t == "rejected":
             rid = m.get("request_id", "")
@@ -417,20 +487,44 @@ class Client:
         else:
             log.warning("agentrt: ignoring unknown frame type %r", t)
 
-    def _check_lost(self) -> None:
-        """Tells the waiters of requests the server lost (see _backlog_left)."""
-        waiting = set(self._collectors) | set(self._done_waiters)
+    def _find_lost(self, known: set[str]) -> None:
+        """Handles the requests this client waits for that the server does not know (``known``: the ones it
+        runs or has ended) after a reconnect: resubmits them or raises RequestLostError to their readers."""
+        waiting = set(self._open_requests) | set(self._collectors) | set(self._done_waiters)
         for rid in waiting:
-            if rid in self._active_at_welcome or rid in self._done or rid in self._pending_submits:
+            if rid in known or rid in self._done or rid in self._pending_submits:
                 continue
-            log.warning("agentrt: request %s was lost by the server (restarted while it ran)", rid)
-            col = self._collectors.get(rid)
-            if col is not None:
-                col.queue.put_nowait(_LOST)  # run() resubmits it
+            frame = self._open_requests.get(rid)
+            if self.lost == "resubmit" and frame is not None:
+                log.warning("agentrt: the server does not know request %s any more; submitting it again", rid)
+                fut = asyncio.get_running_loop().create_future()
+                self._pending_submits[rid] = (frame, fut)  # _open sends it (or the send below)
+
+                def resubmitted(fut: asyncio.Future, rid: str = rid) -> None:
+                    if self._pending_submits.get(rid, (None, None))[1] is fut:
+                        del self._pending_submits[rid]
+                    if self._fatal is None and not fut.cancelled() and fut.exception() is not None:
+                        self._lose(rid, RequestLostError(rid, f"resubmitting it failed: {fut.exception()}"))
+
+                fut.add_done_callback(resubmitted)
+                if self._connected is not None and self._connected.is_set():
+                    # Found after the hello (an older server's backlog drained): _open's resend is past.
+                    asyncio.ensure_future(self._send(frame))
                 continue
-            for fut in self._done_waiters.pop(rid, []):
-                if not fut.done():
-                    fut.set_exception(RequestLostError(rid))
+            self._lose(rid, RequestLostError(rid))
+
+    def _lose(self, rid: str, exc: RequestLostError) -> None:
+        """Tells whoever waits for request rid that it is lost."""
+        log.warning("agentrt: %s", exc)
+        self._open_requests.pop(rid, None)
+        for fut in self._done_waiters.pop(rid, []):
+            if not fut.done():
+                fut.set_exception(exc)
+        col = self._collectors.get(rid)
+        if col is not None:
+            col.queue.put_nowait(_Raise(exc))
+        elif self._queue is not None:
+            self._queue.put_nowait(_Raise(exc))
 
     def _on_error(self, m: dict[str, Any]) -> None:
         ref = m.get("ref") or {}
@@ -460,6 +554,7 @@ class Client:
             self._grant(1)  # a redelivery of one we still hold
             return
         traj = Trajectory.from_frame(m)
+        traj.spool_id = self.welcome.spool_id if self.welcome is not None else ""
         self._inflight[tid] = seq
         col = self._collectors.get(traj.request_id)
         if col is not None:
@@ -477,6 +572,7 @@ class Client:
         rd = RequestDone.from_frame(m)
         self._ack_seq(rd.seq)
         self._grant(1)
+        self._open_requests.pop(rd.request_id, None)
         if rd.request_id in self._done:
             return
         self._done[rd.request_id] = rd
@@ -511,7 +607,10 @@ class Client:
             self._acked[t.trajectory_id] = None
             while len(self._acked) > self.dedupe_window:
                 self._acked.popitem(last=False)
-            self._ack_buf.append(t.seq)
+            if t.spool_id and self.welcome is not None and t.spool_id != self.welcome.spool_id:
+                self._ack_ids.append(t.trajectory_id)  # its seq belongs to a spool the server no longer has
+            else:
+                self._ack_buf.append(t.seq)
         self._mark_dirty()
 
     async def flush(self) -> None:
@@ -524,20 +623,28 @@ class Client:
         if ws is None or self._connected is None or not self._connected.is_set():
             return
         seqs, self._ack_buf = self._ack_buf, []
+        ids, self._ack_ids = self._ack_ids, []
         credits, self._credit_buf = self._credit_buf, 0
         try:
-            if seqs:
-                await ws.send(json.dumps({"type": "ack", "seqs": seqs}))
+            if seqs or ids:
+                frame: dict[str, Any] = {"type": "ack"}
+                if seqs:
+                    frame["seqs"] = seqs
+                if ids:
+                    frame["trajectory_ids"] = ids
+                await ws.send(json.dumps(frame))
             if credits:
                 await ws.send(json.dumps({"type": "credit", "credits": credits}))
         except ConnectionClosed:
-            self._ack_buf = seqs + self._ack_buf  # acks stay valid on the next connection; credits do not
+            # Acks stay valid on the next connection (unless it reports another spool); credits do not.
+            self._ack_buf = seqs + self._ack_buf
+            self._ack_ids = ids + self._ack_ids
 
     async def _flush_loop(self) -> None:
         assert self._dirty is not None
         while True:
             await self._dirty.wait()
-            if len(self._ack_buf) < self.ack_batch and self._credit_buf < max(1, self.credits // 4):
+            if len(self._ack_buf) + len(self._ack_ids) < self.ack_batch and self._credit_buf < max(1, self.credits // 4):
                 await asyncio.sleep(self.ack_delay)
             self._dirty.clear()
             await self._flush()
@@ -610,7 +717,7 @@ class Client:
         """Submits a request and returns all its trajectories (ordered by item, then sample index) once it is done.
 
         They are acked on return (``ack=False`` leaves that to the caller). Raises RequestFailedError if the
-        request failed, RejectedError if it was rejected.
+        request failed, RejectedError if it was rejected, RequestLostError if the server lost it (see ``lost``).
         """
         rid = request_id or _new_id()
         col = _Collector()
@@ -628,11 +735,8 @@ class Client:
                     if x is _CLOSED:
                         self._check()
                         raise StreamClosedError("client closed")
-                    if x is _LOST:
-                        # Run it again under the same id: the samples already received come again with the
-                        # same trajectory ids and are dropped as duplicates.
-                        await self.submit(norm, agent=agent, sampling=sampling, request_id=rid)
-                        continue
+                    if isinstance(x, _Raise):
+                        raise x.exc
                     if isinstance(x, RequestDone):
                         return x
                     trajs.append(x)
@@ -672,6 +776,8 @@ class Client:
             self._queue.put_nowait(_CLOSED)
             self._check()
             raise StreamClosedError("client closed")
+        if isinstance(x, _Raise):
+            raise x.exc
         self._grant(1)
         return x
 

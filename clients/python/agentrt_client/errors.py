@@ -16,7 +16,15 @@ class AuthError(AgentrtError):
 
 
 class ProtocolError(AgentrtError):
-    """The server spoke something this client does not understand, or refused our protocol version."""
+    """The server spoke something this client does not understand, or refused our protocol version.
+
+    ``retryable`` is true for refusals that pass (HTTP 5xx while a server starts or stops, a hello cut short):
+    reconnects retry those.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = False):
+        super().__init__(message)
+        self.retryable = retryable
 
 
 class ServerError(AgentrtError):
@@ -54,9 +62,12 @@ class RequestFailedError(AgentrtError):
 
 
 class RequestLostError(RequestFailedError):
-    """The server restarted while the request ran: its finished trajectories are delivered, the rest never
-    will be, and no request_done comes. Resubmit it (the same request_id keeps trajectory ids, so samples
-    already received are recognised as duplicates). ``Client.run`` does that by itself."""
+    """After a reconnect the server no longer knows a request this client waits for (its spool was lost, or
+    another server answers): no more of its trajectories and no request_done will come. A server restarted on
+    its spool resumes requests itself, so this means lost state. Resubmit it (the same request_id keeps
+    trajectory ids, so samples already received are recognised as duplicates); ``Client(lost="resubmit")``,
+    the default, does that by itself and raises this only if the resubmit is rejected."""
 
-    def __init__(self, request_id: str):
-        super().__init__(request_id, "lost", "the server restarted while the request was running")
+    def __init__(self, request_id: str, detail: str = ""):
+        msg = "the server no longer knows the request (its spool was lost or another server answers)"
+        super().__init__(request_id, "lost", msg + (f"; {detail}" if detail else ""))

@@ -23,6 +23,8 @@ class Trajectory:
     group_id: str
     trajectory_id: str
     data: dict[str, Any] = field(repr=False)
+    # The spool that delivered it (welcome.spool_id): ``seq`` means something only there.
+    spool_id: str = field(default="", repr=False, compare=False)
 
     @classmethod
     def from_frame(cls, frame: dict[str, Any]) -> "Trajectory":
@@ -144,6 +146,10 @@ class Welcome:
     active_requests: list[str]
     max_message_bytes: int
     dropped: int = 0
+    # Requests that ended and whose request_done is spooled, not yet acked; None from a server that predates
+    # durable requests.
+    done_requests: list[str] | None = None
+    spool_id: str = ""
 
     @classmethod
     def from_frame(cls, frame: dict[str, Any]) -> "Welcome":
@@ -154,4 +160,6 @@ class Welcome:
             active_requests=list(frame.get("active_requests") or []),
             max_message_bytes=int(frame.get("max_message_bytes", 0)),
             dropped=int(frame.get("dropped", 0)),
+            done_requests=list(frame["done_requests"] or []) if "done_requests" in frame else None,
+            spool_id=str(frame.get("spool_id") or ""),
         )

@@ -77,14 +77,21 @@ class Proc:
 
 
 @pytest.fixture
-def stack(tmp_path: pathlib.Path):
+def stack(tmp_path: pathlib.Path, request: pytest.FixtureRequest):
+    """agentrt emulate + a factory of agentrt serve processes on one spool. A test marked
+    ``@pytest.mark.stack(latency="100ms", concurrency=4)`` gets an emulator with that latency and that
+    server.concurrency."""
     if not BIN or not MODEL:
         pytest.fail("set AGENTRT_BIN and AGENTRT_QWEN3_MODEL (scripts/test.d/50-python-client.sh does)")
-    emu = Proc(["emulate", "--model", MODEL, "--addr", "127.0.0.1:0", "--seed", "5"])
+    mark = request.node.get_closest_marker("stack")
+    opts = mark.kwargs if mark else {}
+    emu = Proc(["emulate", "--model", MODEL, "--addr", "127.0.0.1:0", "--seed", "5", "--latency", opts.get("latency", "")])
     emu_url = emu.start("http://")
     repo = pathlib.Path(__file__).resolve().parents[3]
     cfg = (repo / "runtime.toml").read_text()
     cfg = cfg.replace('workers = ["emulator"]', f'workers = ["{emu_url}"]')
+    if "concurrency" in opts:
+        cfg = cfg.replace("concurrency = 256", f"concurrency = {opts['concurrency']}", 1)
     cfg = cfg.replace('spool_dir = "~/.cache/agentrt/spool"', f'spool_dir = "{tmp_path / "spool"}"')
     cfg = cfg.replace('model = "~/.cache/agentrt/models/qwen3"', f'model = "{MODEL}"')
     assert emu_url in cfg and str(tmp_path) in cfg
@@ -146,5 +153,37 @@ def test_serve_kill9_redelivers(stack):
             assert c2.welcome.unacked == 8
             after = sorted([(await c2.next(timeout=20)).trajectory_id for _ in range(8)])
             assert after == before
+
+    body()
+
+
+@pytest.mark.stack(latency="100ms", concurrency=4)
+def test_serve_kill9_twice_mid_request(stack):
+    """The issue's scenario, small: a trainer submits, `agentrt serve` is killed with SIGKILL twice while the
+    request runs and restarted on its spool. The client reconnects by itself, the server resumes the request,
+    every sample arrives once (after the client's dedupe) and request_done counts them all."""
+    serve, servers = stack
+    url = serve()
+    addr = url.removeprefix("ws://").split("/")[0]
+
+    @run_async
+    async def body():
+        async with Client(url, "k9-mid", reconnect_timeout=50) as c:
+            items = [{"id": f"m{i}", "messages": [{"role": "user", "content": f"What is {i}*9+2?"}]} for i in range(8)]
+            rid = await c.submit(items, n=4)
+            seen: set[str] = set()
+            async for t in c.trajectories():
+                assert t.trajectory_id not in seen
+                seen.add(t.trajectory_id)
+                check_trajectory(t.data)
+                assert t.status == "completed", t.data.get("error")
+                if len(seen) in (4, 12):
+                    servers[-1].kill9()
+                    serve(addr)  # same spool, same port
+                if len(seen) == 32:
+                    break
+            done = await c.wait_request(rid, timeout=45)
+            assert done.status == "completed" and done.trajectories == 32
+            assert c.reconnects == 2
 
     body()

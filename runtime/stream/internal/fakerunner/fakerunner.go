@@ -12,6 +12,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/runtime/stream"
@@ -32,6 +33,9 @@ type Runner struct {
 	// Reuse builds one trajectory per weight version and sends it for every sample (for benchmarks that
 	// measure the stream, not the generator).
 	Reuse bool
+
+	// Started counts the episodes Run has started (a resumed request starts only its pending samples).
+	Started atomic.Int64
 
 	mu      sync.Mutex
 	reused  map[string]json.RawMessage
@@ -70,8 +74,8 @@ func (r *Runner) Validate(req stream.RolloutRequest) error {
 	return nil
 }
 
-// Run emits one trajectory per sample. The agent "fail" makes Run return an error after emitting;
-// the agent "panic" panics.
+// Run emits one trajectory per pending sample. The agent "fail" makes Run return an error after emitting;
+// the agent "panic" panics. Started counts the episodes started.
 func (r *Runner) Run(ctx context.Context, req stream.RolloutRequest, out stream.Emitter) error {
 	if req.Agent == "panic" {
 		panic("fakerunner: asked to panic")
@@ -86,6 +90,9 @@ func (r *Runner) Run(ctx context.Context, req stream.RolloutRequest, out stream.
 	var firstErr error
 	for _, it := range req.Items {
 		for i := 0; i < it.N; i++ {
+			if !req.Pending(it.ID, i) {
+				continue // finished before a restart
+			}
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -94,6 +101,7 @@ func (r *Runner) Run(ctx context.Context, req stream.RolloutRequest, out stream.
 				break
 			}
 			wg.Add(1)
+			r.Started.Add(1)
 			go func(it stream.Item, i int) {
 				defer wg.Done()
 				defer func() { <-sem }()
