@@ -20,6 +20,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -412,7 +413,7 @@ func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMe
 		if perCall {
 			defer os.RemoveAll(dir)
 		}
-		fsc, mounted = fsc.WithDirMount(dir, ScratchDir), true
+		fsc, mounted = fsc.(sysfs.FSConfig).WithSysFSMount(scratchFS(dir), ScratchDir), true
 	}
 	if mounted {
 		mc = mc.WithFSConfig(fsc)

@@ -107,6 +107,13 @@ func TestPythonSandbox(t *testing.T) {
 		{"host file", `print(open("/etc/passwd").read())`, true,
 			[]string{"FileNotFoundError: [Errno 44] No such file or directory: '/etc/passwd'"}},
 		{"escape scratch", `print(open("/tmp/../etc/passwd").read())`, true, []string{"PermissionError"}},
+		// Links made inside the scratch dir would be followed by the host's path walk: creation is refused.
+		{"relative symlink", `import os; os.symlink("../../../../../../etc", "/tmp/e"); print(open("/tmp/e/passwd").read())`,
+			true, []string{"PermissionError: [Errno 63] Operation not permitted"}},
+		{"absolute symlink", `import os; os.symlink("/etc", "/tmp/e"); print(os.listdir("/tmp/e"))`,
+			true, []string{"PermissionError: [Errno 63] Operation not permitted"}},
+		{"hard link", `import os; open("/tmp/a", "w").write("x"); os.link("/tmp/a", "/tmp/b")`,
+			true, []string{"PermissionError: [Errno 63] Operation not permitted"}},
 		{"root listing", `import os; print(os.listdir("/"))`, true, []string{"FileNotFoundError"}},
 		{"socket", `import socket; socket.create_connection(("10.0.0.1", 80), timeout=1)`, true,
 			[]string{"AttributeError: module '_socket' has no attribute 'getaddrinfo'"}},
