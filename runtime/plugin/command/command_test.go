@@ -315,6 +315,11 @@ func TestNewErrors(t *testing.T) {
 		{"bad env", []byte("x"), func(c *command.Config) { c.Env = []string{"NOVALUE"} }, `env "NOVALUE": want KEY=VALUE`},
 		{"memory", []byte("x"), func(c *command.Config) { c.MaxMemoryMB = 5000 }, "exceeds the 4096 MiB"},
 		{"mount", []byte("x"), func(c *command.Config) { c.Mounts = []plugin.Mount{{HostDir: "/nonexistent-dir", GuestDir: "/d"}} }, "not a directory"},
+		{"mount link outside", []byte("x"), func(c *command.Config) { c.Mounts = []plugin.Mount{{HostDir: linkDir(t, "/etc"), GuestDir: "/d"}} }, "points outside the mount (to /etc)"},
+		{"mount link up", []byte("x"), func(c *command.Config) {
+			c.Mounts = []plugin.Mount{{HostDir: linkDir(t, "../../../../../../etc"), GuestDir: "/d"}}
+		}, "points outside the mount"},
+		{"mount link dangling", []byte("x"), func(c *command.Config) { c.Mounts = []plugin.Mount{{HostDir: linkDir(t, "nowhere"), GuestDir: "/d"}} }, "does not resolve"},
 		{"not wasm", []byte("not wasm"), func(*command.Config) {}, "not a valid WebAssembly module"},
 		{"reactor", module("_initialize"), func(*command.Config) {}, "exports no _start"},
 	}
@@ -382,3 +387,15 @@ func module(name string) []byte {
 }
 
 var minimalCommand = module("_start")
+
+// linkDir returns a temporary directory holding sub/e, a symlink to target.
+func linkDir(t *testing.T, target string) string {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "sub", "e")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
