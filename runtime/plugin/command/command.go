@@ -389,6 +389,8 @@ func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMe
 	}
 	defer func() { <-t.slots }()
 
+	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
+	defer cancel()
 	stdout := &capped{limit: t.cfg.MaxOutputBytes}
 	stderr := &capped{limit: t.cfg.MaxOutputBytes}
 	mc := wazero.NewModuleConfig().WithName("").WithArgs(argv...).
@@ -398,7 +400,15 @@ func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMe
 		mc = mc.WithEnv(k, v)
 	}
 	if t.cfg.Clock {
-		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+		// wazero's own sleep ignores the context: a sleeping program would outlive its time limit.
+		mc = mc.WithSysWalltime().WithSysNanotime().WithNanosleep(func(ns int64) {
+			tm := time.NewTimer(time.Duration(ns))
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+			case <-rctx.Done():
+			}
+		})
 	}
 	if t.cfg.Random {
 		mc = mc.WithRandSource(rand.Reader)
@@ -422,8 +432,6 @@ func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMe
 		mc = mc.WithFSConfig(fsc)
 	}
 
-	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
-	defer cancel()
 	start := time.Now()
 	mod, err := t.rt.InstantiateModule(rctx, t.cm, mc)
 	if mod != nil {

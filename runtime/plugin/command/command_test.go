@@ -399,3 +399,21 @@ func linkDir(t *testing.T, target string) string {
 	}
 	return dir
 }
+
+// A program granted the real clock that sleeps for an hour (poll_oneoff) is stopped at its time limit.
+func TestSleepStopsAtTimeLimit(t *testing.T) {
+	wasm, err := os.ReadFile("../testdata/wat/sleepcmd.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := command.Config{Name: "sleep", Args: []string{"sleep"}, CacheDir: cacheDir(), Timeout: 300 * time.Millisecond, Clock: true}
+	tool, err := command.New(context.Background(), wasm, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tool.Close(context.Background())
+	r, err := tool.Run(context.Background(), json.RawMessage(`{}`))
+	if err != nil || r.Outcome != command.OutcomeTimeout {
+		t.Fatalf("sleep: %+v, %v; want outcome %q", r, err, command.OutcomeTimeout)
+	}
+}
