@@ -452,7 +452,11 @@ func (m *Module) callError(fn string, in *instance, err error) error {
 	if errors.As(err, &ee) {
 		switch ee.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			return &TimeoutError{Plugin: m.name, Func: fn, Limit: m.lim.Timeout}
+			limit := m.lim.Timeout
+			if fn == abi.FuncInit {
+				limit = m.lim.InitTimeout
+			}
+			return &TimeoutError{Plugin: m.name, Func: fn, Limit: limit}
 		case sys.ExitCodeContextCanceled:
 			return fmt.Errorf("plugin: %s: %s: %w", m.name, fn, context.Canceled)
 		}

@@ -282,3 +282,13 @@ func TestConcurrentTimeoutsAndCalls(t *testing.T) {
 	mustEcho(t, tool)
 	mustEcho(t, tool)
 }
+
+// A timeout during start-up names the limit that applied, init_timeout; a call's names timeout.
+func TestTimeoutErrorNamesItsLimit(t *testing.T) {
+	for fn, key := range map[string]string{"_initialize": "init_timeout", "agentrt_init": "init_timeout", "agentrt_call": "] timeout"} {
+		msg := (&plugin.TimeoutError{Plugin: "p", Func: fn, Limit: time.Second}).Error()
+		if !strings.Contains(msg, key) {
+			t.Errorf("%s: %q lacks %q", fn, msg, key)
+		}
+	}
+}
