@@ -146,6 +146,10 @@ func newTokenizer(path string, data []byte) (*Tokenizer, error) {
 	if len(tf.Model.Vocab) == 0 || string(tf.Model.Vocab) == "null" {
 		return nil, fmt.Errorf("%w: %s: model.vocab: missing (model type %q)", ErrModelFile, path, tf.Model.Type)
 	}
+	// An empty vocabulary loads but decodes every token to "", which would complete trajectories with no text.
+	if v := strings.Trim(strings.TrimSpace(string(tf.Model.Vocab)), "{}[] \t\r\n"); v == "" {
+		return nil, fmt.Errorf("%w: %s: model.vocab is empty (model type %q)", ErrModelFile, path, tf.Model.Type)
+	}
 	addedIDs := make(map[string]int32, len(tf.AddedTokens))
 	special := map[int32]bool{}
 	for _, a := range tf.AddedTokens {

@@ -322,6 +322,8 @@ func TestLoadTokenizerErrors(t *testing.T) {
 		{"empty", write("empty.json", ""), "empty.json: empty file"},
 		{"not json", write("bad.json", "{not json"), "bad.json: not a valid tokenizer.json"},
 		{"no vocab", write("novocab.json", `{"model": {"type": "BPE"}}`), "novocab.json: model.vocab: missing"},
+		{"empty vocab", write("emptyvocab.json", `{"model": {"type": "BPE", "vocab": { }, "merges": []}}`), "emptyvocab.json: model.vocab is empty"},
+		{"empty unigram vocab", write("emptyuni.json", `{"model": {"type": "Unigram", "vocab": []}}`), "emptyuni.json: model.vocab is empty"},
 		{"rejected by the library", write("rejected.json", `{"model": {"type": "Nonsense", "vocab": {"a": 0}}}`), "rejected.json: "},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
 )
 
 // ErrClosed is returned by calls on a closed [Host] or [Module].
@@ -63,7 +65,11 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("plugin: %s: %s stopped after the %v limit (raise [plugins.<name>] timeout if the plugin needs longer)", e.Plugin, e.Func, e.Limit)
+	key := "timeout"
+	if e.Func == abi.FuncInitialize || e.Func == abi.FuncInit {
+		key = "init_timeout" // start-up runs under its own limit
+	}
+	return fmt.Sprintf("plugin: %s: %s stopped after the %v limit (raise [plugins.<name>] %s if the plugin needs longer)", e.Plugin, e.Func, e.Limit, key)
 }
 
 // Is matches context.DeadlineExceeded.

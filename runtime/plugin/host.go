@@ -353,7 +353,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Module, error) {
 
 	mc := sandboxModuleConfig()
 	if spec.Grants.Clock {
-		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+		mc = mc.WithSysWalltime().WithSysNanotime() // sleep: per instance, interruptible (module.go)
 	}
 	if spec.Grants.Random {
 		mc = mc.WithRandSource(rand.Reader)
@@ -383,6 +383,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Module, error) {
 		label:   spec.Name,
 		sha:     hex.EncodeToString(sum[:]),
 		trusted: spec.Trusted,
+		clock:   spec.Grants.Clock,
 		lim:     lim,
 		pool:    make(chan *instance, size),
 		size:    size,

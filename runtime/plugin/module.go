@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -28,6 +30,7 @@ type Module struct {
 	label   string // the spec name
 	sha     string
 	trusted bool
+	clock   bool // granted clock: instances get an interruptible sleep
 	lim     Limits
 
 	manifest abi.Manifest
@@ -54,6 +57,7 @@ type instance struct {
 	call   api.Function
 	init   api.Function
 	stderr *boundedBuffer
+	sleep  *sleeper // nil without the clock grant
 	stack  [2]uint64
 }
 
@@ -245,7 +249,14 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		defer cancel()
 	}
 	stderr := &boundedBuffer{limit: DefaultStderrBytes}
-	mod, err := m.rt.InstantiateModule(ctx, m.cm, m.mc.WithStderr(stderr))
+	mc := m.mc.WithStderr(stderr)
+	var sl *sleeper
+	if m.clock {
+		sl = &sleeper{}
+		sl.set(ctx)
+		mc = mc.WithNanosleep(sl.sleep)
+	}
+	mod, err := m.rt.InstantiateModule(ctx, m.cm, mc)
 	if err != nil {
 		var ee *sys.ExitError
 		if errors.As(err, &ee) && ee.ExitCode() == sys.ExitCodeDeadlineExceeded {
@@ -264,6 +275,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		call:   mod.ExportedFunction(abi.FuncCall),
 		init:   mod.ExportedFunction(abi.FuncInit),
 		stderr: stderr,
+		sleep:  sl,
 	}, nil
 }
 
@@ -397,6 +409,9 @@ func (m *Module) run(ctx context.Context, input []byte, use func(out []byte) err
 // invoke writes input into the guest (agentrt_alloc), calls fn(ptr, len) and returns a view of the output.
 func (m *Module) invoke(ctx context.Context, in *instance, name string, fn api.Function, input []byte) ([]byte, error) {
 	in.stderr.Reset()
+	if in.sleep != nil {
+		in.sleep.set(ctx)
+	}
 	stk := in.stack[:]
 	stk[0] = uint64(len(input))
 	if err := in.alloc.CallWithStack(ctx, stk[:1]); err != nil {
@@ -437,7 +452,11 @@ func (m *Module) callError(fn string, in *instance, err error) error {
 	if errors.As(err, &ee) {
 		switch ee.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			return &TimeoutError{Plugin: m.name, Func: fn, Limit: m.lim.Timeout}
+			limit := m.lim.Timeout
+			if fn == abi.FuncInit {
+				limit = m.lim.InitTimeout
+			}
+			return &TimeoutError{Plugin: m.name, Func: fn, Limit: limit}
 		case sys.ExitCodeContextCanceled:
 			return fmt.Errorf("plugin: %s: %s: %w", m.name, fn, context.Canceled)
 		}
@@ -562,4 +581,22 @@ func (b *boundedBuffer) String() string {
 		return string(b.buf) + fmt.Sprintf("...(%d bytes dropped)", b.dropped)
 	}
 	return string(b.buf)
+}
+
+// sleeper is a granted clock's sleep that the current call's context interrupts: wazero's own sleep
+// (time.Sleep under poll_oneoff and nanosleep) is not, so a sleeping plugin would outlive every timeout and
+// SIGTERM. Once woken early the guest is stopped by WithCloseOnContextDone at its next instruction check.
+type sleeper struct {
+	ctx atomic.Pointer[context.Context]
+}
+
+func (s *sleeper) set(ctx context.Context) { s.ctx.Store(&ctx) }
+
+func (s *sleeper) sleep(ns int64) {
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-(*s.ctx.Load()).Done():
+	}
 }

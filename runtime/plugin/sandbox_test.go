@@ -119,6 +119,32 @@ func TestTimeoutStopsSpinningGuest(t *testing.T) {
 	mustEcho(t, tool)
 }
 
+// A guest granted the clock that sleeps for an hour is stopped by the call's timeout and by its caller's
+// cancellation: wazero's own sleep would not wake up.
+func TestTimeoutStopsSleepingGuest(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	m, tool := probe(t, h, plugin.Grants{Clock: true})
+	if res, err := call(t, tool, "sleep", `{"ms": 1}`); err != nil || res.Text != "slept" {
+		t.Fatalf("short sleep: %+v, %v", res, err)
+	}
+	_, err := call(t, tool, "sleep", `{}`)
+	var te *plugin.TimeoutError
+	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) || te.Limit != 300*time.Millisecond {
+		t.Fatalf("sleep: %v; want a TimeoutError at 300ms", err)
+	}
+	if m.Replaced() != 1 {
+		t.Fatalf("Replaced() = %d", m.Replaced())
+	}
+	mustEcho(t, tool)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(30*time.Millisecond, cancel)
+	if _, err := tool.Call(ctx, "sleep", []byte(`{}`)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("sleep cancelled: %v", err)
+	}
+	mustEcho(t, tool)
+}
+
 func TestGuestPanicIsAToolError(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
@@ -255,4 +281,14 @@ func TestConcurrentTimeoutsAndCalls(t *testing.T) {
 	}
 	mustEcho(t, tool)
 	mustEcho(t, tool)
+}
+
+// A timeout during start-up names the limit that applied, init_timeout; a call's names timeout.
+func TestTimeoutErrorNamesItsLimit(t *testing.T) {
+	for fn, key := range map[string]string{"_initialize": "init_timeout", "agentrt_init": "init_timeout", "agentrt_call": "] timeout"} {
+		msg := (&plugin.TimeoutError{Plugin: "p", Func: fn, Limit: time.Second}).Error()
+		if !strings.Contains(msg, key) {
+			t.Errorf("%s: %q lacks %q", fn, msg, key)
+		}
+	}
 }

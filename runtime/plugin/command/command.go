@@ -20,6 +20,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/experimental"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
@@ -174,6 +175,9 @@ func (c Config) Validate() error {
 		st, err := os.Stat(m.HostDir)
 		if err != nil || !st.IsDir() {
 			return fmt.Errorf("command: %s: mount %q: not a directory", c.Name, m.HostDir)
+		}
+		if err := linksStayInside(m.HostDir); err != nil {
+			return fmt.Errorf("command: %s: mount %q: %w", c.Name, m.HostDir, err)
 		}
 		if m.GuestDir == ScratchDir && c.Scratch {
 			return fmt.Errorf("command: %s: mount %q: %s is the scratch directory", c.Name, m.HostDir, ScratchDir)
@@ -385,6 +389,8 @@ func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMe
 	}
 	defer func() { <-t.slots }()
 
+	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
+	defer cancel()
 	stdout := &capped{limit: t.cfg.MaxOutputBytes}
 	stderr := &capped{limit: t.cfg.MaxOutputBytes}
 	mc := wazero.NewModuleConfig().WithName("").WithArgs(argv...).
@@ -394,7 +400,15 @@ func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMe
 		mc = mc.WithEnv(k, v)
 	}
 	if t.cfg.Clock {
-		mc = mc.WithSysWalltime().WithSysNanotime().WithSysNanosleep()
+		// wazero's own sleep ignores the context: a sleeping program would outlive its time limit.
+		mc = mc.WithSysWalltime().WithSysNanotime().WithNanosleep(func(ns int64) {
+			tm := time.NewTimer(time.Duration(ns))
+			defer tm.Stop()
+			select {
+			case <-tm.C:
+			case <-rctx.Done():
+			}
+		})
 	}
 	if t.cfg.Random {
 		mc = mc.WithRandSource(rand.Reader)
@@ -412,14 +426,12 @@ func (t *Tool) RunEpisode(ctx context.Context, episodeID string, args json.RawMe
 		if perCall {
 			defer os.RemoveAll(dir)
 		}
-		fsc, mounted = fsc.WithDirMount(dir, ScratchDir), true
+		fsc, mounted = fsc.(sysfs.FSConfig).WithSysFSMount(scratchFS(dir), ScratchDir), true
 	}
 	if mounted {
 		mc = mc.WithFSConfig(fsc)
 	}
 
-	rctx, cancel := context.WithTimeout(ctx, t.cfg.Timeout)
-	defer cancel()
 	start := time.Now()
 	mod, err := t.rt.InstantiateModule(rctx, t.cm, mc)
 	if mod != nil {

@@ -107,6 +107,13 @@ func TestPythonSandbox(t *testing.T) {
 		{"host file", `print(open("/etc/passwd").read())`, true,
 			[]string{"FileNotFoundError: [Errno 44] No such file or directory: '/etc/passwd'"}},
 		{"escape scratch", `print(open("/tmp/../etc/passwd").read())`, true, []string{"PermissionError"}},
+		// Links made inside the scratch dir would be followed by the host's path walk: creation is refused.
+		{"relative symlink", `import os; os.symlink("../../../../../../etc", "/tmp/e"); print(open("/tmp/e/passwd").read())`,
+			true, []string{"PermissionError: [Errno 63] Operation not permitted"}},
+		{"absolute symlink", `import os; os.symlink("/etc", "/tmp/e"); print(os.listdir("/tmp/e"))`,
+			true, []string{"PermissionError: [Errno 63] Operation not permitted"}},
+		{"hard link", `import os; open("/tmp/a", "w").write("x"); os.link("/tmp/a", "/tmp/b")`,
+			true, []string{"PermissionError: [Errno 63] Operation not permitted"}},
 		{"root listing", `import os; print(os.listdir("/"))`, true, []string{"FileNotFoundError"}},
 		{"socket", `import socket; socket.create_connection(("10.0.0.1", 80), timeout=1)`, true,
 			[]string{"AttributeError: module '_socket' has no attribute 'getaddrinfo'"}},
@@ -308,6 +315,11 @@ func TestNewErrors(t *testing.T) {
 		{"bad env", []byte("x"), func(c *command.Config) { c.Env = []string{"NOVALUE"} }, `env "NOVALUE": want KEY=VALUE`},
 		{"memory", []byte("x"), func(c *command.Config) { c.MaxMemoryMB = 5000 }, "exceeds the 4096 MiB"},
 		{"mount", []byte("x"), func(c *command.Config) { c.Mounts = []plugin.Mount{{HostDir: "/nonexistent-dir", GuestDir: "/d"}} }, "not a directory"},
+		{"mount link outside", []byte("x"), func(c *command.Config) { c.Mounts = []plugin.Mount{{HostDir: linkDir(t, "/etc"), GuestDir: "/d"}} }, "points outside the mount (to /etc)"},
+		{"mount link up", []byte("x"), func(c *command.Config) {
+			c.Mounts = []plugin.Mount{{HostDir: linkDir(t, "../../../../../../etc"), GuestDir: "/d"}}
+		}, "points outside the mount"},
+		{"mount link dangling", []byte("x"), func(c *command.Config) { c.Mounts = []plugin.Mount{{HostDir: linkDir(t, "nowhere"), GuestDir: "/d"}} }, "does not resolve"},
 		{"not wasm", []byte("not wasm"), func(*command.Config) {}, "not a valid WebAssembly module"},
 		{"reactor", module("_initialize"), func(*command.Config) {}, "exports no _start"},
 	}
@@ -375,3 +387,33 @@ func module(name string) []byte {
 }
 
 var minimalCommand = module("_start")
+
+// linkDir returns a temporary directory holding sub/e, a symlink to target.
+func linkDir(t *testing.T, target string) string {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, filepath.Join(dir, "sub", "e")); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// A program granted the real clock that sleeps for an hour (poll_oneoff) is stopped at its time limit.
+func TestSleepStopsAtTimeLimit(t *testing.T) {
+	wasm, err := os.ReadFile("../testdata/wat/sleepcmd.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := command.Config{Name: "sleep", Args: []string{"sleep"}, CacheDir: cacheDir(), Timeout: 300 * time.Millisecond, Clock: true}
+	tool, err := command.New(context.Background(), wasm, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tool.Close(context.Background())
+	r, err := tool.Run(context.Background(), json.RawMessage(`{}`))
+	if err != nil || r.Outcome != command.OutcomeTimeout {
+		t.Fatalf("sleep: %+v, %v; want outcome %q", r, err, command.OutcomeTimeout)
+	}
+}

@@ -2,7 +2,7 @@
 
 // Command probe is a Go guest for the plugin host's tests: a tool module whose tools misbehave on purpose (spin
 // forever, eat memory, exit, overflow the stack, panic, answer huge output) or probe capabilities (read a host
-// file, read the clock, read randomness), next to a well-behaved echo.
+// file, read the clock, read randomness, sleep), next to a well-behaved echo.
 //
 // Rebuild: scripts/wasm.d/10-go-plugins.sh.
 package main
@@ -25,7 +25,7 @@ var (
 )
 
 func init() {
-	names := []string{"noop", "echo", "spin", "grow", "exit", "stackoverflow", "panic", "huge", "readfile", "now", "random", "log", "config"}
+	names := []string{"noop", "echo", "spin", "grow", "exit", "stackoverflow", "panic", "huge", "readfile", "now", "random", "log", "config", "sleep"}
 	specs := make([]sdk.ToolSpec, len(names))
 	for i, n := range names {
 		specs[i] = sdk.ToolSpec{Name: n, Parameters: sdk.RawJSON(`{"type":"object"}`)}
@@ -79,6 +79,9 @@ func init() {
 			case "log":
 				sdk.Log(1, "probe says "+args.Get("msg").StrOr(""))
 				return sdk.Text("logged"), nil
+			case "sleep": // needs the clock grant; an hour unless told
+				time.Sleep(time.Duration(args.Get("ms").IntOr(3600_000)) * time.Millisecond)
+				return sdk.Text("slept"), nil
 			case "config":
 				if len(cfg) == 0 {
 					return sdk.Text("null"), nil
