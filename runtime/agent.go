@@ -51,7 +51,7 @@ type Aborter interface {
 // Template renders prompts: the first in full, later ones as deltas. *tito.ChatTemplate implements it.
 type Template interface {
 	Render(msgs []tito.Message, o tito.RenderOptions) (string, error)
-	RenderDelta(msgs []tito.Message, o tito.RenderOptions) (string, error)
+	RenderDelta(history, msgs []tito.Message, o tito.RenderOptions) (string, error)
 }
 
 // AgentDeps are the built components an Agent runs with; cmd/agentrt constructs them.
@@ -605,7 +605,7 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	text, err := e.a.d.Template.RenderDelta(msgs, e.renderOptions(false))
+	text, err := e.a.d.Template.RenderDelta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.renderOptions(false))
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false

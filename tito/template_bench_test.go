@@ -51,11 +51,11 @@ func BenchmarkRender(b *testing.B) {
 func BenchmarkRenderDelta(b *testing.B) {
 	for _, family := range []string{"qwen3", "llama31"} {
 		b.Run(family, func(b *testing.B) {
-			tpl, _, o := benchConversation(b, family)
+			tpl, history, o := benchConversation(b, family)
 			newMsgs := []Message{{Role: RoleTool, ToolCallID: "call_0", Content: `{"temp": 21.5, "sky": "clear"}`}}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := tpl.RenderDelta(newMsgs, o); err != nil {
+				if _, err := tpl.RenderDelta(history, newMsgs, o); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -179,7 +179,7 @@ func TestTemplateGolden(t *testing.T) {
 // followed by new messages, history (up to its end-of-turn) + delta is exactly the full render.
 func checkDelta(t *testing.T, tpl *ChatTemplate, c goldenCase, newMsgs []Message, o RenderOptions) {
 	t.Helper()
-	delta, err := tpl.RenderDelta(newMsgs, o)
+	delta, err := tpl.RenderDelta(mustMessages(t, c.History), newMsgs, o)
 	if err != nil {
 		t.Fatal(err)
 	}

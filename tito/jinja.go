@@ -1,0 +1,88 @@
+package tito
+
+/*
+#cgo LDFLAGS: -lagentrt_jinja -ldl -lm -lpthread
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct AgentrtTemplate AgentrtTemplate;
+typedef struct { uint8_t *ptr; size_t len; } AgentrtText;
+typedef struct { int32_t year, month, day, hour, minute, second, weekday, yday; } AgentrtClock;
+
+int agentrt_jinja_compile(const char *src, size_t len, AgentrtTemplate **out, AgentrtText *msg, uint32_t *line);
+int agentrt_jinja_render(const AgentrtTemplate *t, const char *ctx, size_t len, AgentrtClock clock, AgentrtText *out, uint32_t *line);
+void agentrt_jinja_free(AgentrtTemplate *t);
+void agentrt_jinja_free_text(AgentrtText t);
+*/
+import "C"
+
+import (
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// The engine is minijinja (Rust) behind our own small C ABI in tito/jinja, built by scripts/setup.d/15-jinja.sh
+// into $AGENTRT_CACHE/lib. Its results: 0 ok, 1 template error, 2 raise_exception, 3 bad call or engine panic.
+const (
+	jinjaOK     = 0
+	jinjaRaised = 2
+)
+
+// jinjaTemplate is a compiled template; the engine's handle is freed when it is garbage collected.
+type jinjaTemplate struct {
+	h *C.AgentrtTemplate
+}
+
+func takeText(t C.AgentrtText) string {
+	if t.ptr == nil {
+		return ""
+	}
+	s := C.GoStringN((*C.char)(unsafe.Pointer(t.ptr)), C.int(t.len))
+	C.agentrt_jinja_free_text(t)
+	return s
+}
+
+func cBytes(b []byte) (*C.char, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.char)(unsafe.Pointer(&b[0])), C.size_t(len(b))
+}
+
+// compileJinja compiles a template in transformers' environment.
+func compileJinja(source string) (*jinjaTemplate, *TemplateError) {
+	src := []byte(source)
+	p, n := cBytes(src)
+	var h *C.AgentrtTemplate
+	var msg C.AgentrtText
+	var line C.uint32_t
+	rc := C.agentrt_jinja_compile(p, n, &h, &msg, &line)
+	runtime.KeepAlive(src)
+	if rc != jinjaOK {
+		return nil, &TemplateError{Line: int(line), Message: "syntax error: " + takeText(msg)}
+	}
+	j := &jinjaTemplate{h: h}
+	runtime.AddCleanup(j, func(h *C.AgentrtTemplate) { C.agentrt_jinja_free(h) }, h)
+	return j, nil
+}
+
+// render renders with a JSON object as the context; now is the clock of strftime_now.
+func (j *jinjaTemplate) render(ctx []byte, now time.Time) (string, *TemplateError) {
+	p, n := cBytes(ctx)
+	clock := C.AgentrtClock{
+		year: C.int32_t(now.Year()), month: C.int32_t(now.Month()), day: C.int32_t(now.Day()),
+		hour: C.int32_t(now.Hour()), minute: C.int32_t(now.Minute()), second: C.int32_t(now.Second()),
+		weekday: C.int32_t((int(now.Weekday()) + 6) % 7), yday: C.int32_t(now.YearDay()),
+	}
+	var out C.AgentrtText
+	var line C.uint32_t
+	rc := C.agentrt_jinja_render(j.h, p, n, clock, &out, &line)
+	runtime.KeepAlive(ctx)
+	runtime.KeepAlive(j)
+	text := takeText(out)
+	if rc != jinjaOK {
+		return "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: text}
+	}
+	return text, nil
+}
