@@ -494,7 +494,10 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	}
 	at := strings.Index(probe, deltaMark)
 	if at < 0 {
-		return "", errors.New("tito: render delta: the template does not write the first new message's content, so the history's end cannot be found")
+		if probe != full {
+			return "", errors.New("tito: render delta: the template does not write the first new message's content, so the history's end cannot be found")
+		}
+		at = len(full) // the template drops the new messages (Phi-4 drops tool messages): only its own text follows
 	}
 	cut := t.historyEnd(probe[:at])
 	if cut < 0 {

@@ -78,6 +78,9 @@ fn new_env(source: String) -> Result<Environment<'static>, Error> {
         Ok(Value::from(pyfmt::py_str(&v)?))
     });
     env.add_filter("items", pyfmt::items_filter);
+    // Python: None is not iterable (minijinja iterates it as empty)
+    env.add_test("iterable", |v: Value| !pyfmt::is_py_none(&v) && v.try_iter().is_ok());
+    env.add_test("none", |v: Value| pyfmt::is_py_none(&v));
     env.add_function("raise_exception", |msg: Value| -> Result<Value, Error> {
         let text = if let Some(s) = msg.as_str() { s.to_string() } else { pyfmt::py_str(&msg)? };
         RAISED.with(|r| *r.borrow_mut() = Some(text.clone()));
@@ -253,7 +256,18 @@ pub unsafe extern "C" fn agentrt_jinja_render(
         let t = &*tpl;
         let ctx: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid render context: {e}"), 0))?;
-        let ctx = pyfmt::from_json(ctx);
+        // tools = None and documents = None become Python's None: iterating them raises, as in Python
+        let serde_json::Value::Object(top) = ctx else {
+            return Err((ERR_CALL, "invalid render context: not a JSON object".into(), 0));
+        };
+        let ctx = Value::from_pairs(top.into_iter().map(|(k, v)| {
+            let v = if v.is_null() && (k == "tools" || k == "documents") {
+                Value::from_object(pyfmt::PyNone)
+            } else {
+                pyfmt::from_json(v)
+            };
+            (Value::from(k), v)
+        }));
         RAISED.with(|r| *r.borrow_mut() = None);
         CLOCK.with(|c| *c.borrow_mut() = clock);
         let tmpl = t.env.get_template(NAME).map_err(|e| {

@@ -25,6 +25,28 @@ pub fn from_json(v: serde_json::Value) -> Value {
     }
 }
 
+/// Python's None where a template may iterate it (the tools and documents variables): minijinja iterates none as
+/// empty, Python raises TypeError. It is falsy, defined, "is none", prints None and dumps as null.
+#[derive(Debug)]
+pub struct PyNone;
+
+impl minijinja::value::Object for PyNone {
+    fn repr(self: &std::sync::Arc<Self>) -> minijinja::value::ObjectRepr {
+        minijinja::value::ObjectRepr::Plain
+    }
+    fn is_true(self: &std::sync::Arc<Self>) -> bool {
+        false
+    }
+    fn render(self: &std::sync::Arc<Self>, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("None")
+    }
+}
+
+/// Reports Python's None, either kind.
+pub fn is_py_none(v: &Value) -> bool {
+    v.is_none() || v.downcast_object_ref::<PyNone>().is_some()
+}
+
 /// Python's str(value).
 pub fn py_str(v: &Value) -> Result<String, Error> {
     if let Some(s) = v.as_str() {
@@ -189,6 +211,10 @@ pub fn dump_json(state: &State, v: &Value, o: &JsonOpts, level: usize, out: &mut
         None if o.indent.is_some() => (",", ": "),
         None => (", ", ": "),
     };
+    if is_py_none(v) {
+        out.push_str("null");
+        return Ok(());
+    }
     match v.kind() {
         ValueKind::None => out.push_str("null"),
         ValueKind::Bool => out.push_str(if v.is_true() { "true" } else { "false" }),
