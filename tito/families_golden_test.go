@@ -160,3 +160,47 @@ func checkGoldenError(t *testing.T, err error, typ, msg string, raised bool) {
 		}
 	}
 }
+
+// TestFamiliesDeltaCheck runs DeltaCheck on every family and variant: the families whose delta cannot be exact
+// on the canonical conversation are refused, with the reason transformers gives.
+func TestFamiliesDeltaCheck(t *testing.T) {
+	t.Parallel()
+	// The families that DeltaCheck refuses, and why (transformers itself fails on the canonical conversation or
+	// renders the answered turn differently from what the model generated).
+	refused := map[string]string{
+		"gemma3":           "Conversation roles must alternate",
+		"kimi-k2-thinking": "unknown method", // list.append, which transformers' sandbox rejects too
+		"gpt-oss":          "user message after the answer", // the template ends the answer with <|end|>, the model with <|return|>
+		"hermes-3":         "not iterable",                  // the tool_use template requires tools (Python raises too)
+		"deepseek-v3.1":    "string and map",                // wants arguments as a JSON string (Python raises too)
+	}
+	for _, g := range loadFamilyGoldens(t) {
+		tpl := familyChatTemplate(t, g)
+		variants := map[string]map[string]json.RawMessage{}
+		for _, c := range g.Cases {
+			variants[strings.SplitN(c.Name, "/", 2)[0]] = c.Kwargs
+		}
+		for name, kw := range variants {
+			o := RenderOptions{}
+			if len(kw) > 0 {
+				o.Kwargs = map[string]any{}
+				for k, v := range kw {
+					o.Kwargs[k] = v
+				}
+			}
+			err := tpl.DeltaCheck(o)
+			reason, isRefused := refused[g.Family]
+			switch {
+			case isRefused && err == nil:
+				t.Errorf("%s %s: DeltaCheck passes; expected a refusal (%s)", g.Family, name, reason)
+			case isRefused && !strings.Contains(err.Error(), reason):
+				t.Errorf("%s %s: DeltaCheck refuses with %v, want a reason containing %q", g.Family, name, err, reason)
+			case !isRefused && err != nil:
+				t.Errorf("%s %s: DeltaCheck: %v", g.Family, name, err)
+			}
+			if err != nil {
+				t.Logf("%s %s refused: %v", g.Family, name, err)
+			}
+		}
+	}
+}

@@ -506,6 +506,9 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	if len(full) < cut || full[:cut] != probe[:cut] {
 		return "", fmt.Errorf("tito: render delta: the template renders the history differently depending on the new message's content (near %q)", tmplTail(probe[:cut]))
 	}
+	if err := t.checkLastTurn(probe[:cut], &history[len(history)-1]); err != nil {
+		return "", err
+	}
 	return full[cut:], nil
 }
 
@@ -518,6 +521,34 @@ func (t *ChatTemplate) defuse(content string) string {
 		}
 	}
 	return content
+}
+
+// checkLastTurn checks that the cut follows the history's last message: its content is in the text before the
+// cut, with no stop token between it and the cut but the one that ends the turn. A template that writes the last
+// turn differently once messages follow (gpt-oss ends a final answer with <|end|>, where the model generated
+// <|return|>) would otherwise be cut after an earlier turn, and the delta would repeat history.
+func (t *ChatTemplate) checkLastTurn(text string, last *Message) error {
+	c := strings.TrimSpace(last.Content)
+	if c == "" || last.Parts != nil || len(last.ToolCalls) > 0 {
+		return nil // nothing to find it by (templates drop the text of tool-calling turns); the golden tests cover these
+	}
+	i := strings.LastIndex(text, c)
+	if i < 0 {
+		return fmt.Errorf("tito: render delta: the history's last message (%s) is not before the end of the history found in the render (%q): the template writes that turn differently once messages follow", last.Role, tmplTail(text))
+	}
+	between := text[i+len(c):]
+	for _, m := range t.endMarks {
+		if strings.HasSuffix(between, m) {
+			between = strings.TrimSuffix(between, m)
+			break
+		}
+	}
+	for _, m := range slices.Concat(t.endMarks, t.startMarks) {
+		if strings.Contains(between, m) {
+			return fmt.Errorf("tito: render delta: the history's last message (%s) ends before %q, where the render of the whole conversation continues it: the template writes that turn differently once messages follow", last.Role, m)
+		}
+	}
+	return nil
 }
 
 // historyEnd returns where the history ends in text (a render up to inside the first new message): after the

@@ -147,7 +147,9 @@ def attempt(fn):
 
 
 def history_end(hist, full, stops):
-    """Where the history ends in full, from the history's own render; None when the render differs (rewritten)."""
+    """Where the history ends in full, from the history's own render: "rewritten" when full renders the history
+    differently, "no stop token" when the history's render does not end with one (gpt-oss ends a final answer with
+    <|end|> where the model generated <|return|>)."""
     end = len(hist)
     best = -1
     for s in stops:
@@ -156,7 +158,9 @@ def history_end(hist, full, stops):
             best = max(best, i + len(s))
     if best >= 0:
         end = best
-    return end if full.startswith(hist[:end]) else None
+    elif not any(s in ("<|user|>", "<|observation|>") for s in stops):
+        return "no stop token"  # the history's render does not end as the model's turn did: no exact delta
+    return end if full.startswith(hist[:end]) else "rewritten"
 
 
 def end_kinds(tok, stops, variant):
@@ -178,6 +182,20 @@ def marker_end(render, history, new, kinds):
         i = head.rfind(s)
         if i >= 0:
             cut = max(cut, i + len(s) if is_end else i)
+    last = history[-1]
+    text = (last.get("content") or "").strip()
+    if text and not last.get("tool_calls"):
+        # the history's last turn must be before the cut, or the cut is after an earlier turn
+        i = head[:cut].rfind(text)
+        if i < 0:
+            return None
+        between = head[i + len(text):cut]
+        for s, is_end in kinds.items():
+            if is_end and between.endswith(s):
+                between = between[: -len(s)]
+                break
+        if any(s in between for s in kinds):
+            return None
     full = render(history + new)
     if full[:cut] != probe[:cut]:
         return None  # the new content changes how the history renders: no cut exists
@@ -212,9 +230,11 @@ def main():
                     continue
                 full = res["expected"]
                 hist = attempt(lambda: render(history, tools, False))
-                end = history_end(hist["expected"], full, stops) if "expected" in hist else None
-                c["rewrites_history"] = end is None
-                if end is None:
+                end = history_end(hist["expected"], full, stops) if "expected" in hist else "rewritten"
+                c["rewrites_history"] = end == "rewritten"
+                if end == "no stop token":
+                    end = None
+                elif end == "rewritten":
                     end = marker_end(lambda m: render(m, tools, True), history, new, end_kinds(tok, stops, variant))
                 c["expected_full"] = full
                 c["expected_delta"] = full[end:] if end is not None and end >= 0 else None
