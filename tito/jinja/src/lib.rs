@@ -16,9 +16,10 @@ use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 mod pyfmt;
 mod strftime;
 
-/// Bounds on one render: instructions (a loop that never ends) and macro recursion (a macro that calls itself
-/// forever). Real chat templates use a tiny fraction of both.
-const FUEL: u64 = 50_000_000;
+/// Bounds on one render: instructions (a loop that never ends; strings built charge fuel by size) and macro
+/// recursion (a macro that calls itself forever). gpt-oss's template on a 1,000-message episode needs more than
+/// 1M; 5M stops a hostile template within about 2 s (TestTemplateBounds, TestTemplateLongConversation).
+const FUEL: u64 = 5_000_000;
 const RECURSION_LIMIT: usize = 200;
 
 /// A compiled template with its environment.
@@ -81,6 +82,10 @@ fn new_env(source: String) -> Result<Environment<'static>, Error> {
     // Python: None is not iterable (minijinja iterates it as empty)
     env.add_test("iterable", |v: Value| !pyfmt::is_py_none(&v) && v.try_iter().is_ok());
     env.add_test("none", |v: Value| pyfmt::is_py_none(&v));
+    // Jinja2's sequence test: anything with a length and items (strings and dicts too)
+    env.add_test("sequence", |v: Value| {
+        matches!(v.kind(), ValueKind::String | ValueKind::Seq | ValueKind::Map) && !pyfmt::is_py_none(&v)
+    });
     env.add_function("raise_exception", |msg: Value| -> Result<Value, Error> {
         let text = if let Some(s) = msg.as_str() { s.to_string() } else { pyfmt::py_str(&msg)? };
         RAISED.with(|r| *r.borrow_mut() = Some(text.clone()));
@@ -256,12 +261,13 @@ pub unsafe extern "C" fn agentrt_jinja_render(
         let t = &*tpl;
         let ctx: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid render context: {e}"), 0))?;
-        // tools = None and documents = None become Python's None: iterating them raises, as in Python
+        // None-valued variables (tools, documents, kwargs) become Python's None: iterating them raises, as in
+        // Python (no family template compares them with == none, which would then be false)
         let serde_json::Value::Object(top) = ctx else {
             return Err((ERR_CALL, "invalid render context: not a JSON object".into(), 0));
         };
         let ctx = Value::from_pairs(top.into_iter().map(|(k, v)| {
-            let v = if v.is_null() && (k == "tools" || k == "documents") {
+            let v = if v.is_null() {
                 Value::from_object(pyfmt::PyNone)
             } else {
                 pyfmt::from_json(v)
