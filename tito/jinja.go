@@ -11,12 +11,17 @@ typedef struct { int32_t year, month, day, hour, minute, second, weekday, yday; 
 
 int agentrt_jinja_compile(const char *src, size_t len, AgentrtTemplate **out, AgentrtText *msg, uint32_t *line);
 int agentrt_jinja_render(const AgentrtTemplate *t, const char *ctx, size_t len, AgentrtClock clock, AgentrtText *out, uint32_t *line);
+typedef struct AgentrtVars AgentrtVars;
+int agentrt_jinja_vars(const char *vars, size_t len, AgentrtVars **out, AgentrtText *msg);
+void agentrt_jinja_free_vars(AgentrtVars *v);
+int agentrt_jinja_render_with(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out, uint32_t *line);
 void agentrt_jinja_free(AgentrtTemplate *t);
 void agentrt_jinja_free_text(AgentrtText t);
 */
 import "C"
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 	"unsafe"
@@ -67,19 +72,42 @@ func compileJinja(source string) (*jinjaTemplate, *TemplateError) {
 	return j, nil
 }
 
-// render renders with a JSON object as the context; now is the clock of strftime_now.
-func (j *jinjaTemplate) render(ctx []byte, now time.Time) (string, *TemplateError) {
-	p, n := cBytes(ctx)
-	clock := C.AgentrtClock{
+// jinjaVars are render variables (a JSON object) parsed once by the engine; freed when garbage collected.
+type jinjaVars struct {
+	h *C.AgentrtVars
+}
+
+func newJinjaVars(obj []byte) (*jinjaVars, error) {
+	p, n := cBytes(obj)
+	var h *C.AgentrtVars
+	var msg C.AgentrtText
+	rc := C.agentrt_jinja_vars(p, n, &h, &msg)
+	runtime.KeepAlive(obj)
+	if rc != jinjaOK {
+		return nil, fmt.Errorf("tito: render: %s", takeText(msg))
+	}
+	v := &jinjaVars{h: h}
+	runtime.AddCleanup(v, func(h *C.AgentrtVars) { C.agentrt_jinja_free_vars(h) }, h)
+	return v, nil
+}
+
+func cClock(now time.Time) C.AgentrtClock {
+	return C.AgentrtClock{
 		year: C.int32_t(now.Year()), month: C.int32_t(now.Month()), day: C.int32_t(now.Day()),
 		hour: C.int32_t(now.Hour()), minute: C.int32_t(now.Minute()), second: C.int32_t(now.Second()),
 		weekday: C.int32_t((int(now.Weekday()) + 6) % 7), yday: C.int32_t(now.YearDay()),
 	}
+}
+
+// renderWith renders with prepared variables and the messages (a JSON array).
+func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs []byte, addGenerationPrompt bool, now time.Time) (string, *TemplateError) {
+	p, n := cBytes(msgs)
 	var out C.AgentrtText
 	var line C.uint32_t
-	rc := C.agentrt_jinja_render(j.h, p, n, clock, &out, &line)
-	runtime.KeepAlive(ctx)
+	rc := C.agentrt_jinja_render_with(j.h, vars.h, p, n, C._Bool(addGenerationPrompt), cClock(now), &out, &line)
+	runtime.KeepAlive(msgs)
 	runtime.KeepAlive(j)
+	runtime.KeepAlive(vars)
 	text := takeText(out)
 	if rc != jinjaOK {
 		return "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: text}

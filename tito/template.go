@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // ChatTemplate is a parsed Hugging Face chat template. It renders conversations exactly as transformers'
@@ -224,9 +225,10 @@ func (t *ChatTemplate) Render(msgs []Message, o RenderOptions) (string, error) {
 	return t.renderPrepared(msgs, p, o.AddGenerationPrompt)
 }
 
-// prepared holds render options encoded once: the JSON context without messages and add_generation_prompt.
+// prepared holds render options converted once: the variables besides messages and add_generation_prompt,
+// parsed by the engine.
 type prepared struct {
-	head []byte // `{"bos_token":...,"tools":...,` ready for "messages"
+	vars *jinjaVars
 }
 
 // maxPrepared bounds the cache of prepared options (distinct tool sets and kwargs); past it, options are encoded
@@ -279,15 +281,22 @@ func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var head bytes.Buffer
-	head.WriteByte('{')
-	for _, k := range names {
-		head.Write(jsonString(k))
-		head.WriteByte(':')
-		head.Write(vars[k])
-		head.WriteByte(',')
+	var obj bytes.Buffer
+	obj.WriteByte('{')
+	for i, k := range names {
+		if i > 0 {
+			obj.WriteByte(',')
+		}
+		obj.Write(jsonString(k))
+		obj.WriteByte(':')
+		obj.Write(vars[k])
 	}
-	p = &prepared{head: head.Bytes()}
+	obj.WriteByte('}')
+	jv, err := newJinjaVars(obj.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	p = &prepared{vars: jv}
 	t.mu.Lock()
 	if q, ok := t.cache[key]; ok {
 		p = q
@@ -317,10 +326,8 @@ func optionsKey(o RenderOptions) string {
 }
 
 func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGenerationPrompt bool) (string, error) {
-	ctx := make([]byte, 0, len(p.head)+512*len(msgs)+64)
-	ctx = append(ctx, p.head...)
-	ctx = append(ctx, `"messages":[`...)
-	b := bytes.NewBuffer(ctx)
+	b := bytes.NewBuffer(make([]byte, 0, 512*len(msgs)+2))
+	b.WriteByte('[')
 	for i := range msgs {
 		if i > 0 {
 			b.WriteByte(',')
@@ -329,12 +336,8 @@ func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGeneration
 			return "", &MessageError{Index: i, Detail: err.Error()}
 		}
 	}
-	if addGenerationPrompt {
-		b.WriteString(`],"add_generation_prompt":true}`)
-	} else {
-		b.WriteString(`],"add_generation_prompt":false}`)
-	}
-	text, err := t.engine.render(b.Bytes(), t.now())
+	b.WriteByte(']')
+	text, err := t.engine.renderWith(p.vars, b.Bytes(), addGenerationPrompt, t.now())
 	if err != nil {
 		err.Name = t.name
 		return "", err
@@ -376,7 +379,92 @@ func writeTemplateMessage(b *bytes.Buffer, m *Message) error {
 			kept = append(kept, rc)
 		}
 	}
-	return writeFields(b, kept)
+	return writeTemplateFields(b, kept)
+}
+
+// writeTemplateFields writes fields as a JSON object for the engine (strings with only the escapes JSON needs).
+func writeTemplateFields(b *bytes.Buffer, fs []kv) error {
+	b.WriteByte('{')
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeJSONString(b, f.key)
+		b.WriteByte(':')
+		switch {
+		case f.str != nil:
+			writeJSONString(b, *f.str)
+		case f.isSeq:
+			b.WriteByte('[')
+			for j, o := range f.seq {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				if err := writeTemplateFields(b, o); err != nil {
+					return err
+				}
+			}
+			b.WriteByte(']')
+		case f.sub != nil:
+			if err := writeTemplateFields(b, f.sub); err != nil {
+				return err
+			}
+		default:
+			if !json.Valid(f.raw) {
+				return fmt.Errorf("%s: invalid JSON %s", f.key, abbrevJSON(f.raw))
+			}
+			b.Write(f.raw)
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// writeJSONString writes s as a JSON string: quotes, backslashes and control characters escaped, invalid UTF-8
+// replaced by U+FFFD (as encoding/json does), everything else as is.
+func writeJSONString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b.WriteString(s[start:i])
+			switch c {
+			case '"', '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			case '\t':
+				b.WriteString(`\t`)
+			default:
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString(s[start:i])
+			b.WriteString(`\ufffd`)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
 }
 
 func jsonString(s string) []byte {

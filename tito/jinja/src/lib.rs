@@ -258,36 +258,114 @@ pub unsafe extern "C" fn agentrt_jinja_render(
 ) -> i32 {
     let bytes = input(ctx, len);
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
-        let t = &*tpl;
-        let ctx: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid render context: {e}"), 0))?;
-        // None-valued variables (tools, documents, kwargs) become Python's None: iterating them raises, as in
-        // Python (no family template compares them with == none, which would then be false)
-        let serde_json::Value::Object(top) = ctx else {
-            return Err((ERR_CALL, "invalid render context: not a JSON object".into(), 0));
-        };
-        let ctx = Value::from_pairs(top.into_iter().map(|(k, v)| {
-            let v = if v.is_null() {
-                Value::from_object(pyfmt::PyNone)
-            } else {
-                pyfmt::from_json(v)
-            };
-            (Value::from(k), v)
-        }));
-        RAISED.with(|r| *r.borrow_mut() = None);
-        CLOCK.with(|c| *c.borrow_mut() = clock);
-        let tmpl = t.env.get_template(NAME).map_err(|e| {
-            let (m, l) = describe(&e);
-            (ERR_TEMPLATE, m, l)
-        })?;
-        tmpl.render(ctx).map_err(|e| {
-            if let Some(msg) = RAISED.with(|r| r.borrow_mut().take()) {
-                return (ERR_RAISED, msg, e.line().unwrap_or(0) as u32);
-            }
-            let (m, l) = describe(&e);
-            (ERR_TEMPLATE, m, l)
-        })
+        let ctx = parse_vars(bytes).map_err(|m| (ERR_CALL, m, 0))?;
+        render_ctx(&*tpl, ctx, clock)
     }));
+    finish(r, out, out_line)
+}
+
+/// Variables parsed once (special tokens, tools, kwargs), shared by many renders.
+pub struct Vars {
+    value: Value,
+}
+
+fn parse_vars(bytes: &[u8]) -> Result<Value, String> {
+    let ctx: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| format!("invalid render context: {e}"))?;
+    // None-valued variables (tools, documents, kwargs) become Python's None: iterating them raises, as in
+    // Python (no family template compares them with == none, which would then be false)
+    let serde_json::Value::Object(top) = ctx else {
+        return Err("invalid render context: not a JSON object".into());
+    };
+    Ok(Value::from_pairs(top.into_iter().map(|(k, v)| {
+        let v = if v.is_null() { Value::from_object(pyfmt::PyNone) } else { pyfmt::from_json(v) };
+        (Value::from(k), v)
+    })))
+}
+
+/// Parses variables (a JSON object) once for agentrt_jinja_render_with. On failure *out_msg says why.
+///
+/// # Safety
+/// vars must point to len readable bytes; the out pointers must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn agentrt_jinja_vars(vars: *const c_char, len: usize, out_vars: *mut *mut Vars, out_msg: *mut Text) -> i32 {
+    let bytes = input(vars, len);
+    match catch_unwind(AssertUnwindSafe(|| parse_vars(bytes))) {
+        Ok(Ok(value)) => {
+            *out_vars = Box::into_raw(Box::new(Vars { value }));
+            OK
+        }
+        Ok(Err(msg)) => {
+            *out_msg = give(msg);
+            ERR_CALL
+        }
+        Err(p) => {
+            *out_msg = give(panic_text(p));
+            ERR_CALL
+        }
+    }
+}
+
+/// Frees variables.
+///
+/// # Safety
+/// v must come from agentrt_jinja_vars and be freed once.
+#[no_mangle]
+pub unsafe extern "C" fn agentrt_jinja_free_vars(v: *mut Vars) {
+    if !v.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| drop(Box::from_raw(v))));
+    }
+}
+
+/// Renders with prepared variables and the messages (a JSON array), as agentrt_jinja_render.
+///
+/// # Safety
+/// tpl and vars must be live handles; msgs must point to len readable bytes; the out pointers must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn agentrt_jinja_render_with(
+    tpl: *const Template,
+    vars: *const Vars,
+    msgs: *const c_char,
+    len: usize,
+    add_generation_prompt: bool,
+    clock: Clock,
+    out: *mut Text,
+    out_line: *mut u32,
+) -> i32 {
+    let bytes = input(msgs, len);
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
+        let msgs: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
+        let ctx = minijinja::context! {
+            messages => pyfmt::from_json(msgs),
+            add_generation_prompt => add_generation_prompt,
+            ..(*vars).value.clone()
+        };
+        render_ctx(&*tpl, ctx, clock)
+    }));
+    finish(r, out, out_line)
+}
+
+fn render_ctx(t: &Template, ctx: Value, clock: Clock) -> Result<String, (i32, String, u32)> {
+    RAISED.with(|r| *r.borrow_mut() = None);
+    CLOCK.with(|c| *c.borrow_mut() = clock);
+    let tmpl = t.env.get_template(NAME).map_err(|e| {
+        let (m, l) = describe(&e);
+        (ERR_TEMPLATE, m, l)
+    })?;
+    tmpl.render(ctx).map_err(|e| {
+        if let Some(msg) = RAISED.with(|r| r.borrow_mut().take()) {
+            return (ERR_RAISED, msg, e.line().unwrap_or(0) as u32);
+        }
+        let (m, l) = describe(&e);
+        (ERR_TEMPLATE, m, l)
+    })
+}
+
+unsafe fn finish(
+    r: std::thread::Result<Result<String, (i32, String, u32)>>,
+    out: *mut Text,
+    out_line: *mut u32,
+) -> i32 {
     match r {
         Ok(Ok(s)) => {
             *out = give(s);

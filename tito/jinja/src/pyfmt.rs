@@ -251,8 +251,11 @@ pub fn dump_json(state: &State, v: &Value, o: &JsonOpts, level: usize, out: &mut
             out.push(']');
         }
         ValueKind::Map if v.as_object().map(|ob| ob.repr() == minijinja::value::ObjectRepr::Map).unwrap_or(true) => {
-            let mut keys: Vec<(String, Value)> = Vec::new();
-            for key in v.try_iter()? {
+            let Some(pairs) = v.as_object().and_then(|ob| ob.try_iter_pairs()) else {
+                return Err(type_error(v));
+            };
+            let mut items: Vec<(String, Value)> = Vec::new();
+            for (key, val) in pairs {
                 let k = match key.kind() {
                     ValueKind::String => key.as_str().unwrap_or_default().to_string(),
                     ValueKind::None => "null".into(),
@@ -269,24 +272,24 @@ pub fn dump_json(state: &State, v: &Value, o: &JsonOpts, level: usize, out: &mut
                         ))
                     }
                 };
-                keys.push((k, key));
+                items.push((k, val));
             }
-            if keys.is_empty() {
+            if items.is_empty() {
                 out.push_str("{}");
                 return Ok(());
             }
             if o.sort_keys {
-                keys.sort_by(|a, b| a.0.cmp(&b.0));
+                items.sort_by(|a, b| a.0.cmp(&b.0));
             }
             out.push('{');
-            for (i, (k, key)) in keys.iter().enumerate() {
+            for (i, (k, val)) in items.iter().enumerate() {
                 if i > 0 {
                     out.push_str(item_sep);
                 }
                 newline(o, level + 1, out);
                 json_str(k, o.ensure_ascii, out);
                 out.push_str(key_sep);
-                dump_json(state, &v.get_item(key)?, o, level + 1, out)?;
+                dump_json(state, val, o, level + 1, out)?;
             }
             newline(o, level, out);
             out.push('}');
@@ -307,7 +310,14 @@ fn newline(o: &JsonOpts, level: usize, out: &mut String) {
 
 fn json_str(s: &str, ensure_ascii: bool, out: &mut String) {
     out.push('"');
-    for c in s.chars() {
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        let plain = c != '"' && c != '\\' && (c as u32) >= 0x20 && !(ensure_ascii && (c as u32) > 0x7e);
+        if plain {
+            continue;
+        }
+        out.push_str(&s[start..i]);
+        start = i + c.len_utf8();
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -319,15 +329,15 @@ fn json_str(s: &str, ensure_ascii: bool, out: &mut String) {
             c if (c as u32) < 0x20 => {
                 let _ = write!(out, "\\u{:04x}", c as u32);
             }
-            c if ensure_ascii && (c as u32) > 0x7e => {
+            c => {
                 let mut buf = [0u16; 2];
                 for u in c.encode_utf16(&mut buf) {
                     let _ = write!(out, "\\u{:04x}", u);
                 }
             }
-            c => out.push(c),
         }
     }
+    out.push_str(&s[start..]);
     out.push('"');
 }
 
