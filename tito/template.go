@@ -145,7 +145,13 @@ func (m *Model) ChatTemplate(opts ...TemplateOption) (*ChatTemplate, error) {
 	if m.TemplateSource == "" {
 		return nil, fmt.Errorf("tito: model %s has no chat template (neither %s nor chat_template in %s)", m.Dir, FileChatTemplate, FileTokenizerConfig)
 	}
-	return NewChatTemplate(m.TemplateSource, m.SpecialTokens(), append([]TemplateOption{WithName(m.Dir)}, opts...)...)
+	var stops []string // the model's stop tokens (generation_config's eos_token_id: GLM's <|user|>, <|observation|>)
+	for _, id := range m.StopIDs {
+		if m.Tokenizer != nil {
+			stops = append(stops, m.Tokenizer.Decode([]int32{id}, false))
+		}
+	}
+	return NewChatTemplate(m.TemplateSource, m.SpecialTokens(), append([]TemplateOption{WithName(m.Dir), WithEndOfTurn(stops...)}, opts...)...)
 }
 
 // SpecialTokens returns the special tokens that transformers passes to the model's chat template.
