@@ -14,6 +14,7 @@ int agentrt_jinja_render(const AgentrtTemplate *t, const char *ctx, size_t len, 
 typedef struct AgentrtVars AgentrtVars;
 int agentrt_jinja_vars(const char *vars, size_t len, AgentrtVars **out, AgentrtText *msg);
 void agentrt_jinja_free_vars(AgentrtVars *v);
+int agentrt_jinja_render_pair(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, size_t index, const char *content, size_t content_len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out_a, AgentrtText *out_b, uint32_t *line);
 int agentrt_jinja_render_with(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out, uint32_t *line);
 void agentrt_jinja_free(AgentrtTemplate *t);
 void agentrt_jinja_free_text(AgentrtText t);
@@ -113,4 +114,24 @@ func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs []byte, addGenerationPr
 		return "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: text}
 	}
 	return text, nil
+}
+
+// renderPair renders the messages (a JSON array) as given and with message index's content replaced by content,
+// sharing one parse of the messages (RenderDelta's two renders).
+func (j *jinjaTemplate) renderPair(vars *jinjaVars, msgs []byte, index int, content string, addGenerationPrompt bool, now time.Time) (string, string, *TemplateError) {
+	p, n := cBytes(msgs)
+	cb := []byte(content)
+	cp, cn := cBytes(cb)
+	var a, b C.AgentrtText
+	var line C.uint32_t
+	rc := C.agentrt_jinja_render_pair(j.h, vars.h, p, n, C.size_t(index), cp, cn, C._Bool(addGenerationPrompt), cClock(now), &a, &b, &line)
+	runtime.KeepAlive(msgs)
+	runtime.KeepAlive(cb)
+	runtime.KeepAlive(j)
+	runtime.KeepAlive(vars)
+	full, probe := takeText(a), takeText(b)
+	if rc != jinjaOK {
+		return "", "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: full}
+	}
+	return full, probe, nil
 }

@@ -332,6 +332,20 @@ func optionsKey(o RenderOptions) string {
 }
 
 func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGenerationPrompt bool) (string, error) {
+	b, err := encodeMessages(msgs)
+	if err != nil {
+		return "", err
+	}
+	text, terr := t.engine.renderWith(p.vars, b, addGenerationPrompt, t.now())
+	if terr != nil {
+		terr.Name = t.name
+		return "", terr
+	}
+	return text, nil
+}
+
+// encodeMessages writes the messages as the JSON array the engine reads.
+func encodeMessages(msgs []Message) ([]byte, error) {
 	b := bytes.NewBuffer(make([]byte, 0, 512*len(msgs)+2))
 	b.WriteByte('[')
 	for i := range msgs {
@@ -339,16 +353,11 @@ func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGeneration
 			b.WriteByte(',')
 		}
 		if err := writeTemplateMessage(b, &msgs[i]); err != nil {
-			return "", &MessageError{Index: i, Detail: err.Error()}
+			return nil, &MessageError{Index: i, Detail: err.Error()}
 		}
 	}
 	b.WriteByte(']')
-	text, err := t.engine.renderWith(p.vars, b.Bytes(), addGenerationPrompt, t.now())
-	if err != nil {
-		err.Name = t.name
-		return "", err
-	}
-	return text, nil
+	return b.Bytes(), nil
 }
 
 // writeTemplateMessage writes a message as transformers hands it to the template: None-valued keys dropped, and
@@ -572,19 +581,19 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	if err != nil {
 		return "", err
 	}
-	all := slices.Concat(history, newMsgs)
-	full, err := t.renderPrepared(all, p, o.AddGenerationPrompt)
-	if err != nil {
-		return "", err
-	}
-	first := &all[len(history)]
-	if first.Parts != nil {
+	first := &newMsgs[0]
+	if first.Parts != nil || !slices.ContainsFunc(first.fields(), func(f kv) bool { return f.key == "content" && f.str != nil }) {
 		return "", errors.New("tito: render delta: the first new message needs text content (the history's end is found by it)")
 	}
-	first.Content = t.defuse(first.Content) + deltaMark
-	probe, err := t.renderPrepared(all, p, o.AddGenerationPrompt)
+	all := slices.Concat(history, newMsgs)
+	msgs, err := encodeMessages(all)
 	if err != nil {
 		return "", err
+	}
+	full, probe, terr := t.engine.renderPair(p.vars, msgs, len(history), t.defuse(first.Content)+deltaMark, o.AddGenerationPrompt, t.now())
+	if terr != nil {
+		terr.Name = t.name
+		return "", terr
 	}
 	at := strings.Index(probe, deltaMark)
 	if at < 0 {

@@ -345,6 +345,60 @@ pub unsafe extern "C" fn agentrt_jinja_render_with(
     finish(r, out, out_line)
 }
 
+/// Renders the messages twice: as given (*out_a), and with the content of message `index` replaced by `content`
+/// (*out_b). RenderDelta's two renders share one parse of the messages.
+///
+/// # Safety
+/// As agentrt_jinja_render_with; content must point to content_len readable bytes of UTF-8.
+#[no_mangle]
+pub unsafe extern "C" fn agentrt_jinja_render_pair(
+    tpl: *const Template,
+    vars: *const Vars,
+    msgs: *const c_char,
+    len: usize,
+    index: usize,
+    content: *const c_char,
+    content_len: usize,
+    add_generation_prompt: bool,
+    clock: Clock,
+    out_a: *mut Text,
+    out_b: *mut Text,
+    out_line: *mut u32,
+) -> i32 {
+    let bytes = input(msgs, len);
+    let content = input(content, content_len);
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
+        let content = std::str::from_utf8(content).map_err(|e| (ERR_CALL, format!("content is not UTF-8: {e}"), 0))?;
+        let msgs: serde_json::Value =
+            serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
+        let serde_json::Value::Array(items) = msgs else {
+            return Err((ERR_CALL, "invalid messages: not an array".into(), 0));
+        };
+        let mut vals: Vec<Value> = items.into_iter().map(pyfmt::from_json).collect();
+        let vars = &(*vars).value;
+        let render = |vals: &Vec<Value>| {
+            let ctx = minijinja::context! {
+                messages => Value::from(vals.clone()),
+                add_generation_prompt => add_generation_prompt,
+                ..vars.clone()
+            };
+            render_ctx(&*tpl, ctx, clock)
+        };
+        let full = render(&vals)?;
+        let Some(pairs) = vals.get(index).and_then(|m| m.as_object()).and_then(|o| o.try_iter_pairs()) else {
+            return Err((ERR_CALL, format!("message {index} is not an object"), 0));
+        };
+        let replaced: Vec<(Value, Value)> = pairs
+            .map(|(k, v)| if k.as_str() == Some("content") { (k, Value::from(content)) } else { (k, v) })
+            .collect();
+        vals[index] = Value::from_pairs(replaced);
+        let probe = render(&vals)?;
+        *out_b = give(probe);
+        Ok(full)
+    }));
+    finish(r, out_a, out_line)
+}
+
 fn render_ctx(t: &Template, ctx: Value, clock: Clock) -> Result<String, (i32, String, u32)> {
     RAISED.with(|r| *r.borrow_mut() = None);
     CLOCK.with(|c| *c.borrow_mut() = clock);
