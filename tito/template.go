@@ -690,7 +690,13 @@ const (
 func (t *ChatTemplate) detect() {
 	user := Message{Role: RoleUser, Content: fakeUser}
 	asst := Message{Role: RoleAssistant, Content: fakeAssistant}
-	text, err := t.Render([]Message{user, asst}, RenderOptions{})
+	o := RenderOptions{}
+	text, err := t.Render([]Message{user, asst}, o)
+	if err != nil {
+		// some templates need tools (Hermes 3's tool-use template iterates them unconditionally)
+		o.Tools = []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}}`)}
+		text, err = t.Render([]Message{user, asst}, o)
+	}
 	if err != nil {
 		t.sepErr = fmt.Errorf("tito: render delta: cannot find how the template ends an assistant turn: rendering a user and an assistant message failed: %w", err)
 		return
@@ -703,7 +709,7 @@ func (t *ChatTemplate) detect() {
 	ending := text[i+len(fakeAssistant):]
 	var nexts []string // what follows the assistant's content when a user or a tool message follows
 	for _, next := range []Message{{Role: RoleUser, Content: fakeNext}, {Role: RoleTool, Content: fakeNext}} {
-		text, err := t.Render([]Message{user, asst, next}, RenderOptions{})
+		text, err := t.Render([]Message{user, asst, next}, o)
 		if err != nil {
 			continue // some templates refuse a tool message without a tool call
 		}

@@ -51,6 +51,13 @@ FAMILIES = ROOT / "tito" / "testdata" / "families"
 OUT = FAMILIES / "golden"
 MARK = "\u2063agentrt-delta-probe"
 
+# Tools with plain parameter types only (Hermes 3's template recurses forever on a list-valued "type").
+SIMPLE_TOOLS = [
+    {"type": "function", "function": {"name": name, "description": desc, "parameters": {"type": "object", "properties": {
+        "city": {"type": "string", "description": "City name"}, "days": {"type": "integer"}, "query": {"type": "string"}}, "required": []}}}
+    for name, desc in (("get_weather", "Get the weather."), ("search", "Search the web."))
+]
+
 
 def tokenizer_for(family):
     cfg = json.loads((FAMILIES / family / "tokenizer_config.json").read_text())
@@ -126,6 +133,7 @@ def corpus():
     R.append(("empty_content", [user_empty, asst_empty, user1], None, True))
     R.append(("null_content_tool_call", [user1, asst_null_calls, *tool_res4], TOOLS, True))
     R.append(("string_arguments", [user1, asst_str_args], TOOLS, False))
+    R.append(("simple_tools_rounds", rounds, SIMPLE_TOOLS, False))
 
     D = []  # (name, history, new, tools)
     D.append(("after_tool_calls", [sys_msg, user1, asst_calls], tool_res, TOOLS))
@@ -135,6 +143,9 @@ def corpus():
     D.append(("reasoning_tool_round", [user1, asst_think_calls], tool_res3, TOOLS))
     D.append(("reasoning_then_user", [user1, asst_think], [user2], None))
     D.append(("empty_tool_result", [user1, asst_null_calls], tool_res4, TOOLS))
+    D.append(("simple_tools_after_tool_calls", [sys_msg, user1, asst_calls], tool_res, SIMPLE_TOOLS))
+    D.append(("simple_tools_second_round", [sys_msg, user1, asst_calls, *tool_res, asst_calls2], tool_res2, SIMPLE_TOOLS))
+    D.append(("simple_tools_after_answer", [sys_msg, user1, asst_calls, *tool_res, asst_final], [user2], SIMPLE_TOOLS))
     D.append(("stress_tool_result", [user1, asst_str_args], [{"role": "tool", "tool_call_id": "call00009", "name": "search", "content": STRESS}], TOOLS))
     return R, D
 
