@@ -333,10 +333,10 @@ pub unsafe extern "C" fn agentrt_jinja_render_with(
 ) -> i32 {
     let bytes = input(msgs, len);
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
-        let msgs: serde_json::Value =
-            serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
+        // straight into engine values (key order kept), without a serde_json::Value in between
+        let msgs: Value = serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
         let ctx = minijinja::context! {
-            messages => pyfmt::from_json(msgs),
+            messages => msgs,
             add_generation_prompt => add_generation_prompt,
             ..(*vars).value.clone()
         };
@@ -369,12 +369,8 @@ pub unsafe extern "C" fn agentrt_jinja_render_pair(
     let content = input(content, content_len);
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
         let content = std::str::from_utf8(content).map_err(|e| (ERR_CALL, format!("content is not UTF-8: {e}"), 0))?;
-        let msgs: serde_json::Value =
+        let mut vals: Vec<Value> =
             serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
-        let serde_json::Value::Array(items) = msgs else {
-            return Err((ERR_CALL, "invalid messages: not an array".into(), 0));
-        };
-        let mut vals: Vec<Value> = items.into_iter().map(pyfmt::from_json).collect();
         let vars = &(*vars).value;
         let render = |vals: &Vec<Value>| {
             let ctx = minijinja::context! {
