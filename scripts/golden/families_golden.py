@@ -157,28 +157,37 @@ def attempt(fn):
         return {"error_type": type(e).__name__, "expected_error": str(e), "raised": isinstance(e, jinja2.exceptions.TemplateError) and type(e) is jinja2.exceptions.TemplateError}
 
 
-def history_end(hist, full, stops):
+def history_end(hist, full, kinds):
     """Where the history ends in full, from the history's own render: "rewritten" when full renders the history
     differently, "no stop token" when the history's render does not end with one (gpt-oss ends a final answer with
     <|end|> where the model generated <|return|>)."""
     end = len(hist)
     best = -1
-    for s in stops:
+    for s, is_end in kinds.items():
         i = hist.rfind(s)
-        if i >= 0 and hist[i + len(s):].strip() == "" and s not in ("<|user|>", "<|observation|>"):
+        if is_end and i >= 0 and hist[i + len(s):].strip() == "":
             best = max(best, i + len(s))
     if best >= 0:
         end = best
-    elif not any(s in ("<|user|>", "<|observation|>") for s in stops):
+    elif all(kinds.values()):
         return "no stop token"  # the history's render does not end as the model's turn did: no exact delta
     return end if full.startswith(hist[:end]) else "rewritten"
 
 
 def end_kinds(tok, stops, variant):
-    """Which stop tokens the template writes after the model's turn (True) or only as the next message's start."""
-    text = tok.apply_chat_template([{"role": "user", "content": "u"}, {"role": "assistant", "content": "agentrt-a"}], tokenize=False, **variant)
-    after = text[text.rindex("agentrt-a") + len("agentrt-a"):]
-    return {s: after.startswith(s) or s not in ("<|user|>", "<|observation|>") for s in stops}
+    """Which stop tokens the template writes after the model's turn (True), and which only as the start of the
+    next message (False: GLM's <|user|> and <|observation|>, which the model generates as its stop)."""
+    def after(messages):
+        try:
+            text = tok.apply_chat_template(messages, tokenize=False, **variant)
+        except Exception:  # noqa: BLE001 - a template may refuse a tool message here
+            return None
+        return text[text.rindex("agentrt-a") + len("agentrt-a"):]
+
+    u, a = {"role": "user", "content": "u"}, {"role": "assistant", "content": "agentrt-a"}
+    ending = after([u, a]) or ""
+    nexts = [x for x in (after([u, a, {"role": "user", "content": "n"}]), after([u, a, {"role": "tool", "content": "n"}])) if x]
+    return {s: ending.startswith(s) or not any(x.startswith(s) for x in nexts) for s in stops}
 
 
 def marker_end(render, history, new, kinds):
@@ -241,12 +250,13 @@ def main():
                     continue
                 full = res["expected"]
                 hist = attempt(lambda: render(history, tools, False))
-                end = history_end(hist["expected"], full, stops) if "expected" in hist else "rewritten"
+                kinds = end_kinds(tok, stops, variant)
+                end = history_end(hist["expected"], full, kinds) if "expected" in hist else "rewritten"
                 c["rewrites_history"] = end == "rewritten"
                 if end == "no stop token":
                     end = None
                 elif end == "rewritten":
-                    end = marker_end(lambda m: render(m, tools, True), history, new, end_kinds(tok, stops, variant))
+                    end = marker_end(lambda m: render(m, tools, True), history, new, kinds)
                 c["expected_full"] = full
                 c["expected_delta"] = full[end:] if end is not None and end >= 0 else None
                 cases.append(c)
