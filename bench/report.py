@@ -146,8 +146,8 @@ def main():
              "replies are short (tens of tokens), so per turn it renders a small template delta, encodes a few "
              "dozen tokens with the Rust tokenizer, and runs the Strands event loop (its profile below: the event "
              "loop and hooks, copy.deepcopy of messages, apply_chat_template, aiohttp)." + cpt + " agentrt's own "
-             "profile (below) is led by the same Rust tokenizer through cgo, gonja template rendering of each turn's "
-             "new messages, writing the JSON output and its drift audit (decode + re-encode of every reply, which "
+             "profile (below) is led by the same Rust tokenizer through cgo, template rendering of each turn's "
+             "new messages (minijinja through cgo), writing the JSON output and its drift audit (decode + re-encode of every reply, which "
              "strands-sglang does not do); those are where a further cut would come from.")
     L.append("")
     L.append("## Machine and versions")
@@ -285,10 +285,10 @@ def main():
             ("tokenizer encode (tito: Hugging Face Rust tokenizer via cgo): prompt deltas and the drift audit",
              "github.com/agentrt/agentrt/tito.(*Tokenizer).Encode"),
             ("tokenizer encode through tito's piece cache", "github.com/agentrt/agentrt/tito.(*PieceCache).Encode"),
-            ("samples in native code pprof cannot unwind (runtime._ExternalCode: the Rust tokenizer called through "
-             "cgo; machine code wazero compiled from the Wasm plugins can land here too)",
+            ("samples in native code pprof cannot unwind (runtime._ExternalCode: the Rust tokenizer and template "
+             "engine called through cgo; machine code wazero compiled from the Wasm plugins can land here too)",
              "runtime._ExternalCode"),
-            ("chat-template rendering (gonja) of each turn's new messages", "github.com/agentrt/agentrt/tito.(*ChatTemplate).renderPrepared"),
+            ("chat-template rendering of each turn's new messages (Go side; the engine itself is native code)", "github.com/agentrt/agentrt/tito.(*ChatTemplate).RenderDelta"),
             ("drift audit of every reply (decode + re-encode; strands-sglang does not do this)",
              "github.com/agentrt/agentrt/tito.(*Trajectory).Audit"),
             ("writing trajectories as JSON (encoding/json.Marshal)", "encoding/json.Marshal"),

@@ -51,7 +51,7 @@ type Aborter interface {
 // Template renders prompts: the first in full, later ones as deltas. *tito.ChatTemplate implements it.
 type Template interface {
 	Render(msgs []tito.Message, o tito.RenderOptions) (string, error)
-	RenderDelta(msgs []tito.Message, o tito.RenderOptions) (string, error)
+	RenderDelta(history, msgs []tito.Message, o tito.RenderOptions) (string, error)
 }
 
 // AgentDeps are the built components an Agent runs with; cmd/agentrt constructs them.
@@ -195,6 +195,8 @@ type episode struct {
 	toolCalls map[string]int // outcome -> count
 	warnings  []string
 	final     string
+	// lastStop is the stop token that ended the last response (-1: none)
+	lastStop int32
 	// since is when the runtime's own work for the next call began (the last response, or the episode's
 	// start); waited is the time since then spent in tools or paused (not runtime overhead).
 	since  time.Time
@@ -204,7 +206,7 @@ type episode struct {
 // Run runs one episode to its end and returns its trajectory, whatever happened: the status says how it ended.
 // Plugin and server failures become statuses, never panics; a bug in the loop itself is recovered as failed.
 func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
-	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), state: map[int]abi.RawJSON{},
+	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), state: map[int]abi.RawJSON{}, lastStop: -1,
 		parseErrs: map[string]int{}, toolCalls: map[string]int{}, since: time.Now()}
 	e.sampling = a.cfg.Sampling
 	if ep.Sampling != nil {
@@ -371,6 +373,10 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 	if err := e.traj.AppendResponse(out); err != nil {
 		e.finish(StatusFailed, ReasonInvariant, err.Error())
 		return nil, false
+	}
+	e.lastStop = -1
+	if n := len(resp.OutputIDs); n > 0 && a.stop[resp.OutputIDs[n-1]] {
+		e.lastStop = resp.OutputIDs[n-1]
 	}
 	e.counts.ModelCalls++
 	e.counts.ResponseTokens += len(resp.OutputIDs)
@@ -605,12 +611,33 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	text, err := e.a.d.Template.RenderDelta(msgs, e.renderOptions(false))
+	text, err := e.a.d.Template.RenderDelta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.renderOptions(false))
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false
 	}
+	text = e.trimGeneratedStop(text)
 	return e.appendPrompt(e.a.d.Tokenizer.Encode(text, false))
+}
+
+// nextMessageStarter is a template whose model stops on the token that begins the next message (GLM-4.6/4.7
+// stop on <|observation|> or <|user|>): *tito.ChatTemplate.
+type nextMessageStarter interface {
+	StartsNextMessage(stop string) bool
+}
+
+// trimGeneratedStop drops from a delta the stop token that the model generated when the template writes it as
+// the start of the next message: it is in the trajectory already, as the response's last token.
+func (e *episode) trimGeneratedStop(delta string) string {
+	ns, ok := e.a.d.Template.(nextMessageStarter)
+	if !ok || e.lastStop < 0 {
+		return delta
+	}
+	stop := e.a.d.Tokenizer.Decode([]int32{e.lastStop}, false)
+	if ns.StartsNextMessage(stop) {
+		return strings.TrimPrefix(delta, stop)
+	}
+	return delta
 }
 
 // addMessage records a message and tells the hooks; it reports whether a hook stopped the episode.

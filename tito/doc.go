@@ -8,7 +8,9 @@
 // Entry points: LoadModel reads a model folder into a Model (its Tokenizer, chat template source, special
 // tokens, StopIDs and sha256s for provenance). Tokenizer runs the Hugging Face Rust tokenizers library through
 // cgo (the static library of github.com/daulet/tokenizers v1.22.1, built by `make setup`); it is safe for
-// concurrent use. Trajectory is the token manager of one episode: AppendPrompt, NextRequest and
+// concurrent use. ChatTemplate renders chat templates as transformers does (minijinja through our C ABI in
+// tito/jinja, docs/templates.md): Render for full prompts, RenderDelta for later turns, DeltaCheck to refuse a
+// template that cannot be continued exactly. Trajectory is the token manager of one episode: AppendPrompt, NextRequest and
 // AppendResponse enforce DESIGN.md's invariants (prefix, verbatim responses, aligned arrays) and return an
 // *InvariantError instead of repairing anything; Validate re-checks a whole trajectory, Audit records
 // re-tokenization drift per response segment, SlimeSample exports slime's Sample fields. A Trajectory

@@ -5,58 +5,49 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"regexp"
+	"math"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/nikolalohinski/gonja/v2/config"
-	"github.com/nikolalohinski/gonja/v2/exec"
-	"github.com/nikolalohinski/gonja/v2/loaders"
-	"github.com/nikolalohinski/gonja/v2/tokens"
+	"unicode/utf8"
 )
 
 // ChatTemplate is a parsed Hugging Face chat template. It renders conversations exactly as transformers'
-// apply_chat_template(..., tokenize=False) does, and renders the messages appended to a conversation as a delta
-// (RenderDelta) so that history is never re-rendered.
+// apply_chat_template(..., tokenize=False) does, and renders the messages appended after an assistant turn as a
+// delta (RenderDelta) so that history is never re-tokenized.
 //
-// A ChatTemplate is safe for concurrent use. It keeps a bounded cache of converted tools and kwargs, keyed by
-// their exact value, so repeated renders with the same options skip the conversion.
+// A ChatTemplate is safe for concurrent use. It keeps a bounded cache of encoded tools and kwargs, keyed by their
+// exact value, so repeated renders with the same options skip the encoding.
 //
 // # Notes
 //
-// The engine is gonja v2 with transformers' environment rebuilt around it (ordered dicts, Python json.dumps for
-// tojson, items, reverse, read-only dict and list methods as in the immutable sandbox, raise_exception,
-// strftime_now, Jinja's lstrip_blocks). It is byte-exact with transformers on the Qwen3, Qwen2.5 and Llama 3.1
-// templates and the golden engine cases (testdata/template). Known differences that those templates do not hit:
-//   - a conditional expression is parsed only at the top of {{ }} and {% set %}: "(a if c else b)" and
-//     "f(a if c else b)" are syntax errors (Gemma 3's template fails to parse);
-//   - undefined and None are one value: "x is defined" is false for a variable set to None, and None prints "";
-//   - strings are indexed and iterated by byte ("s[0]", "for c in s"); slicing, length, first, last and reverse
-//     work on characters;
-//   - "+" of a string and a non-string concatenates text where Python raises; "**" yields a float; "//" and "%"
-//     truncate toward zero.
+// The engine is minijinja (Rust, by Jinja's author) behind a small C ABI of ours (tito/jinja), set up as
+// transformers sets up Jinja: trim_blocks and lstrip_blocks, loop controls, its tojson (json.dumps with
+// ensure_ascii=False and the indent, separators and sort_keys arguments), raise_exception, strftime_now, Python's
+// printing of None, booleans, lists and dicts, and Python's str/list/dict methods. Messages are passed as
+// transformers passes them: None-valued keys dropped, reasoning aliased to "thinking" and "reasoning_content".
+// Known differences from Python's Jinja: "~" prints none/true/false in lower case (printing with {{ }} and the
+// string filter follow Python); engine errors other than raise_exception have minijinja's wording.
 type ChatTemplate struct {
-	source    string
-	tpl       *exec.Template
-	env       *exec.Environment
-	special   map[string]string
-	endOfTurn string
-	now       func() time.Time
+	source  string
+	name    string // the model folder, for errors
+	engine  *jinjaTemplate
+	special map[string]string
+	stops   []string // tokens a model turn may end with (eos_token and WithEndOfTurn's)
+	now     func() time.Time
 
-	// separator is what the template writes after the assistant's end-of-turn token; sepErr says why it could
-	// not be found (RenderDelta then fails with it).
-	separator string
-	sepErr    error
-	// fakePrefixes are the stand-ins for history that RenderDelta tries, most preferred first.
-	fakePrefixes [][]Message
+	// endMarks are stop tokens the template writes at the end of an assistant turn; startMarks are stop tokens
+	// that begin the next message (GLM's <|user|>/<|observation|>): the model generates them, and the template
+	// writes them again as the start of the next message.
+	endMarks, startMarks []string
+	separator            string
+	sepErr               error
 
-	mu     sync.Mutex
-	cache  map[string]*prepared // by optionsKey
-	frozen frozenJSON           // tojson texts of cached tool specs
+	mu    sync.Mutex
+	cache map[string]*prepared // by optionsKey
 }
 
 // SpecialTokens are the named special tokens that transformers passes to every template render (its
@@ -81,10 +72,17 @@ type RenderOptions struct {
 // TemplateOption configures NewChatTemplate.
 type TemplateOption func(*ChatTemplate)
 
-// WithEndOfTurn sets the token that ends an assistant turn, which separator detection looks for after an
-// assistant message (default: the "eos_token" special token).
-func WithEndOfTurn(token string) TemplateOption {
-	return func(t *ChatTemplate) { t.endOfTurn = token }
+// WithEndOfTurn adds tokens that end a model turn besides the "eos_token" special token (Llama's <|eom_id|>,
+// GLM's <|user|> and <|observation|>). RenderDelta cuts the conversation after the history's last one, or before
+// it when the template writes it as the start of the next message (see StartsNextMessage).
+func WithEndOfTurn(tokens ...string) TemplateOption {
+	return func(t *ChatTemplate) {
+		for _, s := range tokens {
+			if s != "" && !slices.Contains(t.stops, s) {
+				t.stops = append(t.stops, s)
+			}
+		}
+	}
 }
 
 // WithClock sets the clock behind the templates' strftime_now global (default time.Now).
@@ -92,11 +90,18 @@ func WithClock(now func() time.Time) TemplateOption {
 	return func(t *ChatTemplate) { t.now = now }
 }
 
+// WithName names the template in errors (the model folder it came from).
+func WithName(name string) TemplateOption {
+	return func(t *ChatTemplate) { t.name = name }
+}
+
 // TemplateError is a chat template that could not be parsed or that failed while rendering.
 type TemplateError struct {
+	// Name is the template's name (the model folder), when known.
+	Name string
 	// Raised reports that the template called raise_exception; Message is then its argument, verbatim.
 	Raised bool
-	// Line is the template line of a syntax error (0 when unknown).
+	// Line is the template line where it failed (0 when unknown).
 	Line int
 	// Message says what went wrong.
 	Message string
@@ -104,13 +109,21 @@ type TemplateError struct {
 
 // Error implements error.
 func (e *TemplateError) Error() string {
-	switch {
-	case e.Raised:
-		return "tito: chat template raised an exception: " + e.Message
-	case e.Line > 0:
-		return fmt.Sprintf("tito: chat template: line %d: %s", e.Line, e.Message)
+	var b strings.Builder
+	b.WriteString("tito: chat template")
+	if e.Name != "" {
+		b.WriteString(" of " + e.Name)
 	}
-	return "tito: chat template: " + e.Message
+	if e.Line > 0 {
+		fmt.Fprintf(&b, ": line %d", e.Line)
+	}
+	if e.Raised {
+		b.WriteString(": raised an exception: ")
+	} else {
+		b.WriteString(": ")
+	}
+	b.WriteString(e.Message)
+	return b.String()
 }
 
 // isReserved reports the render variables that Kwargs may not set.
@@ -122,14 +135,8 @@ func isReserved(name string) bool {
 	return false
 }
 
-// The stand-in conversation that separator detection and RenderDelta render.
-const (
-	fakeUser      = "agentrt-fake-user"
-	fakeAssistant = "agentrt-fake-assistant"
-	probeText     = "agentrt-probe"
-)
-
-// ChatTemplate parses the model's default chat template with the model's special tokens.
+// ChatTemplate parses the model's default chat template with the model's special tokens; errors name the model
+// folder.
 //
 // # Errors
 //
@@ -138,7 +145,13 @@ func (m *Model) ChatTemplate(opts ...TemplateOption) (*ChatTemplate, error) {
 	if m.TemplateSource == "" {
 		return nil, fmt.Errorf("tito: model %s has no chat template (neither %s nor chat_template in %s)", m.Dir, FileChatTemplate, FileTokenizerConfig)
 	}
-	return NewChatTemplate(m.TemplateSource, m.SpecialTokens(), opts...)
+	var stops []string // the model's stop tokens (generation_config's eos_token_id: GLM's <|user|>, <|observation|>)
+	for _, id := range m.StopIDs {
+		if m.Tokenizer != nil {
+			stops = append(stops, m.Tokenizer.Decode([]int32{id}, false))
+		}
+	}
+	return NewChatTemplate(m.TemplateSource, m.SpecialTokens(), append([]TemplateOption{WithName(m.Dir), WithEndOfTurn(stops...)}, opts...)...)
 }
 
 // SpecialTokens returns the special tokens that transformers passes to the model's chat template.
@@ -152,8 +165,8 @@ func (m *Model) SpecialTokens() SpecialTokens {
 	return st
 }
 
-// NewChatTemplate parses a Jinja chat template in transformers' environment (trim_blocks, lstrip_blocks, loop
-// controls, Python-compatible tojson, raise_exception and strftime_now) and detects its message separator.
+// NewChatTemplate parses a Jinja chat template in transformers' environment and finds how its assistant turns
+// end (for RenderDelta).
 //
 // # Errors
 //
@@ -161,7 +174,7 @@ func (m *Model) SpecialTokens() SpecialTokens {
 //
 // # Notes
 //
-// A template whose separator cannot be detected still renders; only RenderDelta then fails, saying why.
+// A template whose turn ends cannot be found still renders; only RenderDelta then fails, saying why.
 func NewChatTemplate(source string, special SpecialTokens, opts ...TemplateOption) (*ChatTemplate, error) {
 	t := &ChatTemplate{source: source, special: map[string]string{}, now: time.Now, cache: map[string]*prepared{}}
 	for k, v := range special {
@@ -169,20 +182,18 @@ func NewChatTemplate(source string, special SpecialTokens, opts ...TemplateOptio
 			t.special[k] = v
 		}
 	}
-	t.endOfTurn = t.special["eos_token"]
+	if eos := t.special["eos_token"]; eos != "" {
+		t.stops = append(t.stops, eos)
+	}
 	for _, o := range opts {
 		o(t)
 	}
-	t.env = newEnvironment(t.now, &t.frozen)
-	cfg := config.New()
-	cfg.TrimBlocks = true
-	cfg.LeftStripBlocks = false // done by lstripBlocks, which follows Jinja where the engine does not
-	src := lstripBlocks(source) // keeps every line where it was, so error lines hold for the caller's source
-	tpl, err := exec.NewTemplate(templateName, cfg, &sourceLoader{source: src}, t.env)
+	engine, err := compileJinja(source)
 	if err != nil {
-		return nil, parseError(err, src, cfg)
+		err.Name = t.name
+		return nil, err
 	}
-	t.tpl = tpl
+	t.engine = engine
 	t.detect()
 	return t, nil
 }
@@ -191,8 +202,16 @@ func NewChatTemplate(source string, special SpecialTokens, opts ...TemplateOptio
 func (t *ChatTemplate) Source() string { return t.source }
 
 // Separator returns what the template writes after an assistant's end-of-turn token before the next message
-// ("\n" for Qwen's ChatML, "" for Llama 3), or "" when it could not be detected.
+// ("\n" for Qwen's ChatML, "" for Llama 3 and for templates whose next message starts with the stop token).
 func (t *ChatTemplate) Separator() string { return t.separator }
+
+// StartsNextMessage reports whether the template writes the stop token stop as the start of the next message
+// rather than after the assistant's turn (GLM-4.6/4.7: the model stops on <|observation|> or <|user|>). A delta
+// after such a turn begins with that token's text: the model generated it already, so the caller appends the
+// delta without it (strings.CutPrefix(delta, stop)).
+func (t *ChatTemplate) StartsNextMessage(stop string) bool {
+	return slices.Contains(t.startMarks, stop)
+}
 
 // Render renders a conversation as transformers' apply_chat_template(messages, tools=..., add_generation_prompt=...,
 // tokenize=False, **kwargs) does, byte for byte.
@@ -205,24 +224,24 @@ func (t *ChatTemplate) Render(msgs []Message, o RenderOptions) (string, error) {
 	if err := ValidateMessages(msgs); err != nil {
 		return "", err
 	}
-	return t.render(msgs, o)
+	p, err := t.prepare(o)
+	if err != nil {
+		return "", err
+	}
+	return t.renderPrepared(msgs, p, o.AddGenerationPrompt)
 }
 
-// prepared holds render options converted to engine values once: tools and kwargs are read-only during a render,
-// so one conversion serves every render with the same options, concurrently.
+// prepared holds render options converted once: the variables besides messages and add_generation_prompt,
+// parsed by the engine.
 type prepared struct {
-	vars map[string]any // special tokens, kwargs, tools, documents
-
-	once  sync.Once
-	bases []string // render(fake) per stand-in history, without generation prompt
-	errs  []error
+	vars *jinjaVars
 }
 
-// maxPrepared bounds the cache of prepared options (distinct tool sets and kwargs); past it, options are converted
+// maxPrepared bounds the cache of prepared options (distinct tool sets and kwargs); past it, options are encoded
 // on every render.
 const maxPrepared = 256
 
-// prepare returns the converted options, from the cache when the same tools and kwargs were seen before.
+// prepare returns the encoded options, from the cache when the same tools and kwargs were seen before.
 func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
 	key := optionsKey(o)
 	t.mu.Lock()
@@ -231,47 +250,64 @@ func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
 	if ok {
 		return p, nil
 	}
-	vars := make(map[string]any, 4+len(t.special)+len(o.Kwargs))
+	vars := make(map[string][]byte, 2+len(t.special)+len(o.Kwargs))
 	for k, v := range t.special {
-		vars[k] = v
+		vars[k] = jsonString(v)
 	}
 	for k, v := range o.Kwargs {
 		if isReserved(k) {
 			return nil, fmt.Errorf("tito: render: kwarg %q is reserved (pass it through RenderOptions or the messages)", k)
 		}
-		c, err := goToValue(v)
-		if err != nil {
+		var b bytes.Buffer
+		if err := writeGoValue(&b, v); err != nil {
 			return nil, fmt.Errorf("tito: render: kwarg %q: %w", k, err)
 		}
-		vars[k] = c
+		vars[k] = b.Bytes()
 	}
-	vars["documents"] = nil
-	vars["tools"] = nil
+	vars["documents"] = []byte("null")
+	vars["tools"] = []byte("null")
 	if o.Tools != nil {
-		tools := make([]any, len(o.Tools))
+		var b bytes.Buffer
+		b.WriteByte('[')
 		for i, raw := range o.Tools {
-			v, err := jsonToValue(raw)
-			if err != nil {
-				return nil, fmt.Errorf("tito: render: tool %d: %w", i, err)
+			trimmed := bytes.TrimSpace(raw)
+			if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(trimmed) {
+				return nil, fmt.Errorf("tito: render: tool %d: want a JSON object, got %s", i, abbrevJSON(trimmed))
 			}
-			if _, ok := v.(*exec.Dict); !ok {
-				return nil, fmt.Errorf("tito: render: tool %d: want a JSON object, got %s", i, abbrevJSON(bytes.TrimSpace(raw)))
+			if i > 0 {
+				b.WriteByte(',')
 			}
-			tools[i] = v
+			b.Write(trimmed)
 		}
-		vars["tools"] = tools
+		b.WriteByte(']')
+		vars["tools"] = b.Bytes()
 	}
-	p = &prepared{vars: vars}
+	names := make([]string, 0, len(vars))
+	for k := range vars {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var obj bytes.Buffer
+	obj.WriteByte('{')
+	for i, k := range names {
+		if i > 0 {
+			obj.WriteByte(',')
+		}
+		obj.Write(jsonString(k))
+		obj.WriteByte(':')
+		obj.Write(vars[k])
+	}
+	obj.WriteByte('}')
+	jv, err := newJinjaVars(obj.Bytes())
+	if err != nil {
+		return nil, err
+	}
+	p = &prepared{vars: jv}
 	t.mu.Lock()
 	if q, ok := t.cache[key]; ok {
 		p = q
 	} else if len(t.cache) < maxPrepared {
 		t.cache[key] = p
-		if tools, ok := vars["tools"].([]any); ok {
-			for _, tool := range tools {
-				t.frozen.freeze(tool.(*exec.Dict))
-			}
-		}
 	}
 	t.mu.Unlock()
 	return p, nil
@@ -295,58 +331,248 @@ func optionsKey(o RenderOptions) string {
 	return b.String()
 }
 
-func (t *ChatTemplate) render(msgs []Message, o RenderOptions) (string, error) {
-	p, err := t.prepare(o)
+func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGenerationPrompt bool) (string, error) {
+	b, err := encodeMessages(msgs)
 	if err != nil {
 		return "", err
 	}
-	return t.renderPrepared(msgs, p, o.AddGenerationPrompt)
+	text, terr := t.engine.renderWith(p.vars, b, addGenerationPrompt, t.now())
+	if terr != nil {
+		terr.Name = t.name
+		return "", terr
+	}
+	return text, nil
 }
 
-func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGenerationPrompt bool) (string, error) {
-	data := make(map[string]any, len(p.vars)+3)
-	for k, v := range p.vars {
-		data[k] = v
-	}
-	list := make([]any, len(msgs))
+// encodeMessages writes the messages as the JSON array the engine reads.
+func encodeMessages(msgs []Message) ([]byte, error) {
+	b := bytes.NewBuffer(make([]byte, 0, 512*len(msgs)+2))
+	b.WriteByte('[')
 	for i := range msgs {
-		d, err := messageDict(&msgs[i])
-		if err != nil {
-			return "", &MessageError{Index: i, Detail: err.Error()}
+		if i > 0 {
+			b.WriteByte(',')
 		}
-		list[i] = d
-	}
-	data["messages"] = list
-	data["add_generation_prompt"] = addGenerationPrompt
-	var raised *string
-	data["raise_exception"] = func(msg *exec.Value) (string, error) {
-		s := msg.String()
-		raised = &s
-		return "", &TemplateError{Raised: true, Message: s}
-	}
-	var b strings.Builder
-	b.Grow(4096)
-	if err := t.tpl.Execute(&b, exec.NewContext(data)); err != nil {
-		if raised != nil {
-			return "", &TemplateError{Raised: true, Message: *raised}
+		if err := writeTemplateMessage(b, &msgs[i]); err != nil {
+			return nil, &MessageError{Index: i, Detail: err.Error()}
 		}
-		return "", &TemplateError{Message: renderMessage(err)}
 	}
-	return b.String(), nil
+	b.WriteByte(']')
+	return b.Bytes(), nil
 }
 
-// RenderDelta renders messages appended after an assistant turn that ended with its end-of-turn token, as the
-// text to append to the token stream: Separator() + render(fake + newMsgs, o) - render(fake), where fake is a
-// short stand-in conversation (DESIGN.md invariant 4). History is never re-rendered, so what the model generated
-// stays exactly as generated.
+// writeTemplateMessage writes a message as transformers hands it to the template: None-valued keys dropped, and
+// when the message has reasoning (reasoning_content, thinking or reasoning), "thinking" first and
+// "reasoning_content" set to it.
+func writeTemplateMessage(b *bytes.Buffer, m *Message) error {
+	fs := m.fields()
+	kept := fs[:0:0]
+	for _, f := range fs {
+		if f.str == nil && !f.isSeq && f.sub == nil && string(bytes.TrimSpace(f.raw)) == "null" {
+			continue
+		}
+		kept = append(kept, f)
+	}
+	var reasoning *kv
+	for _, name := range []string{"reasoning_content", "thinking", "reasoning"} {
+		if i := slices.IndexFunc(kept, func(f kv) bool { return f.key == name }); i >= 0 {
+			r := kept[i]
+			reasoning = &r
+			break
+		}
+	}
+	if reasoning != nil {
+		if !slices.ContainsFunc(kept, func(f kv) bool { return f.key == "thinking" }) {
+			th := *reasoning
+			th.key = "thinking"
+			kept = append([]kv{th}, kept...)
+		}
+		rc := *reasoning
+		rc.key = "reasoning_content"
+		if i := slices.IndexFunc(kept, func(f kv) bool { return f.key == "reasoning_content" }); i >= 0 {
+			kept[i] = rc
+		} else {
+			kept = append(kept, rc)
+		}
+	}
+	return writeTemplateFields(b, kept)
+}
+
+// writeTemplateFields writes fields as a JSON object for the engine (strings with only the escapes JSON needs).
+func writeTemplateFields(b *bytes.Buffer, fs []kv) error {
+	b.WriteByte('{')
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		writeJSONString(b, f.key)
+		b.WriteByte(':')
+		switch {
+		case f.str != nil:
+			writeJSONString(b, *f.str)
+		case f.isSeq:
+			b.WriteByte('[')
+			for j, o := range f.seq {
+				if j > 0 {
+					b.WriteByte(',')
+				}
+				if err := writeTemplateFields(b, o); err != nil {
+					return err
+				}
+			}
+			b.WriteByte(']')
+		case f.sub != nil:
+			if err := writeTemplateFields(b, f.sub); err != nil {
+				return err
+			}
+		default:
+			if !json.Valid(f.raw) {
+				return fmt.Errorf("%s: invalid JSON %s", f.key, abbrevJSON(f.raw))
+			}
+			b.Write(f.raw)
+		}
+	}
+	b.WriteByte('}')
+	return nil
+}
+
+// writeJSONString writes s as a JSON string: quotes, backslashes and control characters escaped, invalid UTF-8
+// replaced by U+FFFD (as encoding/json does), everything else as is.
+func writeJSONString(b *bytes.Buffer, s string) {
+	const hex = "0123456789abcdef"
+	b.WriteByte('"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b.WriteString(s[start:i])
+			switch c {
+			case '"', '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case '\n':
+				b.WriteString(`\n`)
+			case '\r':
+				b.WriteString(`\r`)
+			case '\t':
+				b.WriteString(`\t`)
+			default:
+				b.WriteString(`\u00`)
+				b.WriteByte(hex[c>>4])
+				b.WriteByte(hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteString(s[start:i])
+			b.WriteString(`\ufffd`)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b.WriteString(s[start:])
+	b.WriteByte('"')
+}
+
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// writeGoValue encodes a kwarg value as JSON, keeping floats floats (1.0 stays 1.0, as Python prints it).
+func writeGoValue(b *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		b.WriteString("null")
+	case bool:
+		b.WriteString(strconv.FormatBool(x))
+	case string:
+		b.Write(jsonString(x))
+	case int:
+		b.WriteString(strconv.Itoa(x))
+	case int64:
+		b.WriteString(strconv.FormatInt(x, 10))
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fmt.Errorf("%v cannot be passed to a template", x)
+		}
+		s := strconv.FormatFloat(x, 'g', -1, 64)
+		if !strings.ContainsAny(s, ".e") {
+			s += ".0"
+		}
+		b.WriteString(s)
+	case json.RawMessage:
+		if !json.Valid(x) {
+			return fmt.Errorf("invalid JSON %s", abbrevJSON(x))
+		}
+		return json.Compact(b, x)
+	case []any:
+		b.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if err := writeGoValue(b, e); err != nil {
+				return err
+			}
+		}
+		b.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		b.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.Write(jsonString(k))
+			b.WriteByte(':')
+			if err := writeGoValue(b, x[k]); err != nil {
+				return err
+			}
+		}
+		b.WriteByte('}')
+	default:
+		return fmt.Errorf("unsupported type %T", v)
+	}
+	return nil
+}
+
+// deltaMark is appended to the new messages' content in RenderDelta's second render: where the two renders part
+// is inside the first new message, after everything the template writes for the history.
+const deltaMark = "\u2063agentrt-delta-probe"
+
+// RenderDelta renders the messages appended after history (which ends with the model's turn) as the text to
+// append to the token stream: transformers' render of history + newMsgs, cut after the history's end-of-turn
+// token (or before the stop token that begins the next message, see StartsNextMessage). History is never
+// re-tokenized, and a template that renders earlier turns differently once more messages follow (Qwen3 drops old
+// reasoning) still gets exactly the text it writes for the new messages (DESIGN.md invariant 4).
+//
+// The cut is found by rendering the conversation a second time with a marker after the first new message's
+// content (and any stop token's text in that content broken up): the history ends at the last stop token before
+// the marker, and both renders must agree up to there.
 //
 // # Errors
 //
-// The separator could not be detected; render(fake) is not a prefix of render(fake + newMsgs) for any stand-in
-// (the template renders the new messages differently depending on the history); or any error of Render.
-func (t *ChatTemplate) RenderDelta(newMsgs []Message, o RenderOptions) (string, error) {
+// The template's turn ends could not be found (sepErr), no new message has text content, the history's end cannot
+// be found before the new messages, or any error of Render.
+func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) (string, error) {
 	if t.sepErr != nil {
 		return "", t.sepErr
+	}
+	if len(history) == 0 || len(newMsgs) == 0 {
+		return "", errors.New("tito: render delta: needs the history and at least one new message")
 	}
 	if err := ValidateMessages(newMsgs); err != nil {
 		return "", err
@@ -355,38 +581,94 @@ func (t *ChatTemplate) RenderDelta(newMsgs []Message, o RenderOptions) (string, 
 	if err != nil {
 		return "", err
 	}
-	p.once.Do(func() {
-		p.bases = make([]string, len(t.fakePrefixes))
-		p.errs = make([]error, len(t.fakePrefixes))
-		for i, fake := range t.fakePrefixes {
-			p.bases[i], p.errs[i] = t.renderPrepared(fake, p, false)
-		}
-	})
-	var firstErr error
-	for i, fake := range t.fakePrefixes {
-		if p.errs[i] != nil {
-			firstErr = firstErrOf(firstErr, p.errs[i])
-			continue
-		}
-		base := p.bases[i]
-		full, err := t.renderPrepared(append(slices.Clip(fake), newMsgs...), p, o.AddGenerationPrompt)
-		if err != nil {
-			firstErr = firstErrOf(firstErr, err)
-			continue
-		}
-		if rest, ok := strings.CutPrefix(full, base); ok {
-			return t.separator + rest, nil
-		}
-		firstErr = firstErrOf(firstErr, fmt.Errorf("tito: render delta: the template renders the stand-in history differently once new messages follow (render(prefix) = %q is not a prefix of render(prefix + new) = %q)", tmplTail(base), tmplHead(full, len(base))))
+	first := &newMsgs[0]
+	if first.Parts != nil || !slices.ContainsFunc(first.fields(), func(f kv) bool { return f.key == "content" && f.str != nil }) {
+		return "", errors.New("tito: render delta: the first new message needs text content (the history's end is found by it)")
 	}
-	return "", firstErr
+	all := slices.Concat(history, newMsgs)
+	msgs, err := encodeMessages(all)
+	if err != nil {
+		return "", err
+	}
+	full, probe, terr := t.engine.renderPair(p.vars, msgs, len(history), t.defuse(first.Content)+deltaMark, o.AddGenerationPrompt, t.now())
+	if terr != nil {
+		terr.Name = t.name
+		return "", terr
+	}
+	at := strings.Index(probe, deltaMark)
+	if at < 0 {
+		if probe != full {
+			return "", errors.New("tito: render delta: the template does not write the first new message's content, so the history's end cannot be found")
+		}
+		at = len(full) // the template drops the new messages (Phi-4 drops tool messages): only its own text follows
+	}
+	cut := t.historyEnd(probe[:at])
+	if cut < 0 {
+		return "", fmt.Errorf("tito: render delta: no end-of-turn token %q before the new messages in %q", t.stops, tmplTail(probe[:at]))
+	}
+	if len(full) < cut || full[:cut] != probe[:cut] {
+		return "", fmt.Errorf("tito: render delta: the template renders the history differently depending on the new message's content (near %q)", tmplTail(probe[:cut]))
+	}
+	if err := t.checkLastTurn(probe[:cut], &history[len(history)-1]); err != nil {
+		return "", err
+	}
+	return full[cut:], nil
 }
 
-func firstErrOf(first, err error) error {
-	if first != nil {
-		return first
+// defuse breaks up the stop tokens' text inside content (with an invisible separator after its first byte), so
+// that the content cannot be taken for the end of the history.
+func (t *ChatTemplate) defuse(content string) string {
+	for _, s := range t.stops {
+		if len(s) > 1 {
+			content = strings.ReplaceAll(content, s, s[:1]+"\u2063"+s[1:])
+		}
 	}
-	return err
+	return content
+}
+
+// checkLastTurn checks that the cut follows the history's last message: its content is in the text before the
+// cut, with no stop token between it and the cut but the one that ends the turn. A template that writes the last
+// turn differently once messages follow (gpt-oss ends a final answer with <|end|>, where the model generated
+// <|return|>) would otherwise be cut after an earlier turn, and the delta would repeat history.
+func (t *ChatTemplate) checkLastTurn(text string, last *Message) error {
+	c := strings.TrimSpace(last.Content)
+	if c == "" || last.Parts != nil || len(last.ToolCalls) > 0 {
+		return nil // nothing to find it by (templates drop the text of tool-calling turns); the golden tests cover these
+	}
+	i := strings.LastIndex(text, c)
+	if i < 0 {
+		return fmt.Errorf("tito: render delta: the history's last message (%s) is not before the end of the history found in the render (%q): the template writes that turn differently once messages follow", last.Role, tmplTail(text))
+	}
+	between := text[i+len(c):]
+	for _, m := range t.endMarks {
+		if strings.HasSuffix(between, m) {
+			between = strings.TrimSuffix(between, m)
+			break
+		}
+	}
+	for _, m := range slices.Concat(t.endMarks, t.startMarks) {
+		if strings.Contains(between, m) {
+			return fmt.Errorf("tito: render delta: the history's last message (%s) ends before %q, where the render of the whole conversation continues it: the template writes that turn differently once messages follow", last.Role, m)
+		}
+	}
+	return nil
+}
+
+// historyEnd returns where the history ends in text (a render up to inside the first new message): after the
+// last end-of-turn mark, or at the last stop token that starts a message, whichever is later; -1 if neither.
+func (t *ChatTemplate) historyEnd(text string) int {
+	cut := -1
+	for _, m := range t.endMarks {
+		if i := strings.LastIndex(text, m); i >= 0 && i+len(m) > cut {
+			cut = i + len(m)
+		}
+	}
+	for _, m := range t.startMarks {
+		if i := strings.LastIndex(text, m); i > cut {
+			cut = i
+		}
+	}
+	return cut
 }
 
 func tmplTail(s string) string {
@@ -396,177 +678,63 @@ func tmplTail(s string) string {
 	return s
 }
 
-func tmplHead(s string, n int) string {
-	if len(s) > n+40 {
-		return s[:n+40] + "..."
-	}
-	return s
-}
+// The stand-in conversation that detect renders.
+const (
+	fakeUser      = "agentrt-fake-user"
+	fakeAssistant = "agentrt-fake-assistant"
+	fakeNext      = "agentrt-fake-next"
+)
 
-// detect finds the separator (what follows the assistant's end-of-turn token) and the stand-in histories for which
-// render(fake) is a prefix of render(fake + new) for a new user message and a new tool message.
+// detect sorts the stop tokens into those the template writes after an assistant turn and those it writes at the
+// start of the next message (a user or a tool message), and finds the separator.
 func (t *ChatTemplate) detect() {
 	user := Message{Role: RoleUser, Content: fakeUser}
 	asst := Message{Role: RoleAssistant, Content: fakeAssistant}
-	text, err := t.render([]Message{user, asst}, RenderOptions{})
+	o := RenderOptions{}
+	text, err := t.Render([]Message{user, asst}, o)
 	if err != nil {
-		t.sepErr = fmt.Errorf("tito: render delta: cannot detect the message separator: rendering a user and an assistant message failed: %w", err)
+		// some templates need tools (Hermes 3's tool-use template iterates them unconditionally)
+		o.Tools = []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", "properties": {}}}}`)}
+		text, err = t.Render([]Message{user, asst}, o)
+	}
+	if err != nil {
+		t.sepErr = fmt.Errorf("tito: render delta: cannot find how the template ends an assistant turn: rendering a user and an assistant message failed: %w", err)
 		return
 	}
 	i := strings.LastIndex(text, fakeAssistant)
 	if i < 0 {
-		t.sepErr = fmt.Errorf("tito: render delta: cannot detect the message separator: the template drops the assistant's content")
+		t.sepErr = errors.New("tito: render delta: cannot find how the template ends an assistant turn: the template drops the assistant's content")
 		return
 	}
-	after := text[i+len(fakeAssistant):]
-	if t.endOfTurn == "" || !strings.HasPrefix(after, t.endOfTurn) {
-		t.sepErr = fmt.Errorf("tito: render delta: cannot detect the message separator: after the assistant's content the template writes %q, which does not start with the end-of-turn token %q (set it with WithEndOfTurn)", after, t.endOfTurn)
-		return
-	}
-	t.separator = after[len(t.endOfTurn):]
-	candidates := [][]Message{{user, asst}, {user}}
-	probes := [][]Message{{{Role: RoleUser, Content: probeText}}, {{Role: RoleTool, Content: probeText}}}
-	var good, rest [][]Message
-	for _, c := range candidates {
-		ok := true
-		for _, p := range probes {
-			base, err1 := t.render(c, RenderOptions{})
-			full, err2 := t.render(append(slices.Clip(c), p...), RenderOptions{AddGenerationPrompt: true})
-			if err1 != nil || err2 != nil || !strings.HasPrefix(full, base) {
-				ok = false
-				break
-			}
+	ending := text[i+len(fakeAssistant):]
+	var nexts []string // what follows the assistant's content when a user or a tool message follows
+	for _, next := range []Message{{Role: RoleUser, Content: fakeNext}, {Role: RoleTool, Content: fakeNext}} {
+		text, err := t.Render([]Message{user, asst, next}, o)
+		if err != nil {
+			continue // some templates refuse a tool message without a tool call
 		}
-		if ok {
-			good = append(good, c)
+		if i := strings.LastIndex(text, fakeAssistant); i >= 0 {
+			nexts = append(nexts, text[i+len(fakeAssistant):])
+		}
+	}
+	for _, s := range t.stops {
+		starts := false
+		for _, a := range nexts {
+			starts = starts || strings.HasPrefix(a, s)
+		}
+		if starts && !strings.HasPrefix(ending, s) {
+			t.startMarks = append(t.startMarks, s)
 		} else {
-			rest = append(rest, c)
+			t.endMarks = append(t.endMarks, s)
 		}
 	}
-	t.fakePrefixes = append(good, rest...)
-}
-
-// messageDict turns a message into the ordered dict the template sees, with transformers' aliasing of reasoning
-// fields: when the message has reasoning, "thinking" is added first and "reasoning_content" set (appended if absent).
-func messageDict(m *Message) (*exec.Dict, error) {
-	d, err := fieldsDict(m.fields())
-	if err != nil {
-		return nil, err
-	}
-	var reasoning *exec.Value
-	for _, name := range []string{"reasoning_content", "thinking", "reasoning"} {
-		if v := dictGet(d, name); v != nil && !v.IsNil() {
-			reasoning = v
-			break
+	for _, s := range t.endMarks {
+		if rest, ok := strings.CutPrefix(ending, s); ok {
+			t.separator = rest
+			return
 		}
 	}
-	if reasoning != nil {
-		if dictGet(d, "thinking") == nil {
-			d.Pairs = append([]*exec.Pair{{Key: exec.AsValue("thinking"), Value: reasoning}}, d.Pairs...)
-		}
-		setPair(d, "reasoning_content", reasoning)
+	if len(t.startMarks) == 0 {
+		t.sepErr = fmt.Errorf("tito: render delta: after the assistant's content the template writes %q, which starts with none of the end-of-turn tokens %q (add the model's stop tokens with WithEndOfTurn)", tmplTail(ending), t.stops)
 	}
-	return d, nil
-}
-
-func dictGet(d *exec.Dict, key string) *exec.Value {
-	for _, p := range d.Pairs {
-		if p.Key.String() == key {
-			return p.Value
-		}
-	}
-	return nil
-}
-
-func fieldsDict(fs []kv) (*exec.Dict, error) {
-	d := &exec.Dict{Pairs: make([]*exec.Pair, 0, len(fs))}
-	for _, f := range fs {
-		var v any
-		switch {
-		case f.str != nil:
-			v = *f.str
-		case f.isSeq:
-			list := make([]any, len(f.seq))
-			for i, o := range f.seq {
-				sub, err := fieldsDict(o)
-				if err != nil {
-					return nil, err
-				}
-				list[i] = sub
-			}
-			v = list
-		case f.sub != nil:
-			sub, err := fieldsDict(f.sub)
-			if err != nil {
-				return nil, err
-			}
-			v = sub
-		default:
-			c, err := jsonToValue(f.raw)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f.key, err)
-			}
-			if c == nil {
-				continue // None-valued keys are dropped, as transformers does
-			}
-			v = c
-		}
-		setPair(d, f.key, v)
-	}
-	return d, nil
-}
-
-// templateName is the name the engine gives the template (it shows in some engine errors).
-const templateName = "chat_template"
-
-// sourceLoader serves the template source and nothing else, so that {% include %} and friends cannot read files
-// (transformers compiles templates from a string, with no loader).
-type sourceLoader struct{ source string }
-
-func (l *sourceLoader) Read(path string) (io.Reader, error) {
-	if path != templateName {
-		return nil, fmt.Errorf("templates cannot load other templates (%q)", path)
-	}
-	return strings.NewReader(l.source), nil
-}
-
-func (l *sourceLoader) Resolve(path string) (string, error) { return path, nil }
-
-func (l *sourceLoader) Inherit(string) (loaders.Loader, error) { return l, nil }
-
-var _ loaders.Loader = (*sourceLoader)(nil)
-
-var lineRe = regexp.MustCompile(`[Ll]ine[ =:]+(\d+)`)
-
-// parseError turns an engine parse error into a *TemplateError with the line, dropping the template source that
-// the engine quotes. When the engine reports no line, the lexer's error token gives it.
-func parseError(err error, src string, cfg *config.Config) error {
-	inner := err
-	if u := errors.Unwrap(err); u != nil {
-		inner = u
-	}
-	msg := inner.Error()
-	te := &TemplateError{Message: "syntax error: " + msg}
-	if m := lineRe.FindStringSubmatch(msg); m != nil {
-		te.Line, _ = strconv.Atoi(m[1])
-	}
-	if te.Line == 0 {
-		s := tokens.LexAll(src, cfg)
-		for !s.End() {
-			s.Next()
-		}
-		if s.IsError() {
-			pos := min(max(s.Current().Pos, 0), len(src))
-			te.Line = 1 + strings.Count(src[:pos], "\n")
-			te.Message = "syntax error: " + s.Current().Val
-		}
-	}
-	return te
-}
-
-// renderMessage shortens an engine execution error to its useful part.
-func renderMessage(err error) string {
-	msg := err.Error()
-	msg = strings.TrimPrefix(msg, "unable to execute template: ")
-	return msg
 }

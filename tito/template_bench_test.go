@@ -1,6 +1,7 @@
 package tito
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -51,11 +52,11 @@ func BenchmarkRender(b *testing.B) {
 func BenchmarkRenderDelta(b *testing.B) {
 	for _, family := range []string{"qwen3", "llama31"} {
 		b.Run(family, func(b *testing.B) {
-			tpl, _, o := benchConversation(b, family)
+			tpl, history, o := benchConversation(b, family)
 			newMsgs := []Message{{Role: RoleTool, ToolCallID: "call_0", Content: `{"temp": 21.5, "sky": "clear"}`}}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := tpl.RenderDelta(newMsgs, o); err != nil {
+				if _, err := tpl.RenderDelta(history, newMsgs, o); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -74,5 +75,73 @@ func BenchmarkParseTemplate(b *testing.B) {
 		if _, err := NewChatTemplate(string(src), SpecialTokens{"eos_token": "<|im_end|>"}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// familyBenchTemplate parses a family's template from testdata/families (special tokens and stop tokens as the
+// golden tests use them).
+func familyBenchTemplate(b *testing.B, family string) *ChatTemplate {
+	b.Helper()
+	for _, g := range loadFamilyGoldens(b) {
+		if g.Family == family {
+			return familyChatTemplate(b, g)
+		}
+	}
+	b.Fatalf("no family %s", family)
+	return nil
+}
+
+var benchFamilies = []string{"qwen3", "llama3.1", "glm-4.6", "deepseek-v3", "gpt-oss", "mistral-small-3.2"}
+
+// benchTools are three tool specs of typical size.
+func benchTools() []json.RawMessage {
+	spec := func(name, desc string) json.RawMessage {
+		return json.RawMessage(`{"type": "function", "function": {"name": "` + name + `", "description": "` + desc + `", "parameters": {"type": "object", "properties": {"query": {"type": "string", "description": "What to look for."}, "limit": {"type": "integer", "default": 10}, "exact": {"type": "boolean"}}, "required": ["query"]}}}`)
+	}
+	return []json.RawMessage{spec("search", "Search the web."), spec("read_file", "Read a file of the workspace."), spec("run_python", "Run Python code and return its output.")}
+}
+
+// BenchmarkFirstPrompt renders a first prompt (system + user) with 3 tool specs, per family.
+func BenchmarkFirstPrompt(b *testing.B) {
+	msgs := []Message{{Role: RoleSystem, Content: "You are a helpful agent."}, {Role: RoleUser, Content: "Find the population of Lyon and compute its square root."}}
+	for _, family := range benchFamilies {
+		b.Run(family, func(b *testing.B) {
+			tpl := familyBenchTemplate(b, family)
+			o := RenderOptions{Tools: benchTools(), AddGenerationPrompt: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tpl.Render(msgs, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkTypicalTurnDelta renders the delta of a typical later turn: one tool result after the model's second
+// tool call (history: system, user, call, result, call), with 3 tool specs, per family.
+func BenchmarkTypicalTurnDelta(b *testing.B) {
+	call := func(id, q string) Message {
+		return Message{Role: RoleAssistant, Content: "", ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "search", Arguments: json.RawMessage(`{"query": "` + q + `"}`)}}}}
+	}
+	history := []Message{
+		{Role: RoleSystem, Content: "You are a helpful agent."},
+		{Role: RoleUser, Content: "Find the population of Lyon and compute its square root."},
+		call("call00001", "population of Lyon"),
+		{Role: RoleTool, ToolCallID: "call00001", Name: "search", Content: `{"results": [{"title": "Lyon - Wikipedia", "snippet": "Lyon has a population of 522,250 (2021)."}]}`},
+		call("call00002", "square root of 522250"),
+	}
+	newMsgs := []Message{{Role: RoleTool, ToolCallID: "call00002", Name: "search", Content: `{"results": [{"title": "Calculator", "snippet": "722.67"}]}`}}
+	for _, family := range benchFamilies {
+		b.Run(family, func(b *testing.B) {
+			tpl := familyBenchTemplate(b, family)
+			o := RenderOptions{Tools: benchTools(), AddGenerationPrompt: true}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tpl.RenderDelta(history, newMsgs, o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -41,7 +41,12 @@ func Example_chatTemplate() {
 	fmt.Printf("%q\n", prompt)
 
 	// The model answered with a tool call, ending its turn with <|im_end|>; the loop ran the tool.
-	delta, err := tpl.RenderDelta([]tito.Message{
+	history := []tito.Message{
+		{Role: tito.RoleSystem, Content: "You are terse."},
+		{Role: tito.RoleUser, Content: "Weather in Paris?"},
+		{Role: tito.RoleAssistant, ToolCalls: []tito.ToolCall{{ID: "call_0", Type: "function", Function: tito.FunctionCall{Name: "get_weather", Arguments: json.RawMessage(`{"city": "Paris"}`)}}}},
+	}
+	delta, err := tpl.RenderDelta(history, []tito.Message{
 		{Role: tito.RoleTool, ToolCallID: "call_0", Content: `{"temp": 21}`},
 	}, tito.RenderOptions{AddGenerationPrompt: true})
 	if err != nil {

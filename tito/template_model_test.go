@@ -99,7 +99,7 @@ func TestTemplateGoldenModel(t *testing.T) {
 				}
 			case "delta":
 				newMsgs := mustMessages(t, c.New)
-				delta, err := tpl.RenderDelta(newMsgs, o)
+				delta, err := tpl.RenderDelta(mustMessages(t, c.History), newMsgs, o)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -39,7 +39,7 @@ func runTemplate(_ context.Context, args []string, io stdio) int {
 	messages := fs.String("messages", "", "JSON file with the messages array (- for stdin)")
 	tools := fs.String("tools", "", "JSON file with the tools array (optional)")
 	genPrompt := fs.Bool("add-generation-prompt", false, "append the assistant header")
-	delta := fs.Bool("delta", false, "print the messages rendered as a delta after an assistant turn (separator + new messages), as the agent loop appends them")
+	delta := fs.Bool("delta", false, "print what the agent loop appends after the conversation's last assistant turn: the messages after it, rendered as a delta")
 	kwargs := setFlags{}
 	fs.Var(kwargs, "set", "template variable key=value (repeatable); the value is JSON when it parses (enable_thinking=false), else a string")
 	fs.Usage = func() {
@@ -96,7 +96,17 @@ func runTemplate(_ context.Context, args []string, io stdio) int {
 	}
 	var text string
 	if *delta {
-		text, err = tpl.RenderDelta(msgs, opts)
+		last := -1
+		for i, m := range msgs {
+			if m.Role == tito.RoleAssistant {
+				last = i
+			}
+		}
+		if last < 0 || last == len(msgs)-1 {
+			fmt.Fprintf(io.err, "agentrt template: --delta: %s needs an assistant message followed by the new messages\n", *messages)
+			return exitFailure
+		}
+		text, err = tpl.RenderDelta(msgs[:last+1], msgs[last+1:], opts)
 	} else {
 		text, err = tpl.Render(msgs, opts)
 	}

@@ -140,7 +140,7 @@ func TestTemplateCommandErrors(t *testing.T) {
 		{"missing model", []string{"--model", filepath.Join(tmp, "nomodel"), "--messages", good}, "", exitStartup, "nomodel", ""},
 		{"stdin and set", []string{"--model", qwen, "--messages", "-", "--add-generation-prompt", "--set", "enable_thinking=false"}, `[{"role":"user","content":"hi"}]`, exitOK, "",
 			"<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n"},
-		{"delta", []string{"--model", qwen, "--messages", "-", "--delta", "--add-generation-prompt"}, `[{"role":"tool","content":"42"}]`, exitOK, "",
+		{"delta", []string{"--model", qwen, "--messages", "-", "--delta", "--add-generation-prompt"}, `[{"role":"user","content":"q"},{"role":"assistant","content":"","tool_calls":[{"function":{"name":"f","arguments":{}}}]},{"role":"tool","content":"42"}]`, exitOK, "",
 			"\n<|im_start|>user\n<tool_response>\n42\n</tool_response><|im_end|>\n<|im_start|>assistant\n"},
 	}
 	for _, tt := range tests {

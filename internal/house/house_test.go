@@ -93,7 +93,6 @@ func TestWazeroHasOneHome(t *testing.T) {
 // homes gives each third-party library the one package tree allowed to import it directly (STYLE.md rule 1).
 var homes = map[string]string{
 	"github.com/tetratelabs/wazero":       module + "/runtime/plugin",
-	"github.com/nikolalohinski/gonja":     module + "/tito",
 	"github.com/daulet/tokenizers":        module + "/tito",
 	"github.com/BurntSushi/toml":          module + "/runtime/config",
 	"github.com/gorilla/websocket":        module + "/runtime/stream",

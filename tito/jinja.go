@@ -1,0 +1,137 @@
+package tito
+
+/*
+#cgo LDFLAGS: -lagentrt_jinja -ldl -lm -lpthread
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct AgentrtTemplate AgentrtTemplate;
+typedef struct { uint8_t *ptr; size_t len; } AgentrtText;
+typedef struct { int32_t year, month, day, hour, minute, second, weekday, yday; } AgentrtClock;
+
+int agentrt_jinja_compile(const char *src, size_t len, AgentrtTemplate **out, AgentrtText *msg, uint32_t *line);
+int agentrt_jinja_render(const AgentrtTemplate *t, const char *ctx, size_t len, AgentrtClock clock, AgentrtText *out, uint32_t *line);
+typedef struct AgentrtVars AgentrtVars;
+int agentrt_jinja_vars(const char *vars, size_t len, AgentrtVars **out, AgentrtText *msg);
+void agentrt_jinja_free_vars(AgentrtVars *v);
+int agentrt_jinja_render_pair(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, size_t index, const char *content, size_t content_len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out_a, AgentrtText *out_b, uint32_t *line);
+int agentrt_jinja_render_with(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out, uint32_t *line);
+void agentrt_jinja_free(AgentrtTemplate *t);
+void agentrt_jinja_free_text(AgentrtText t);
+*/
+import "C"
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+)
+
+// The engine is minijinja (Rust) behind our own small C ABI in tito/jinja, built by scripts/setup.d/15-jinja.sh
+// into $AGENTRT_CACHE/lib. Its results: 0 ok, 1 template error, 2 raise_exception, 3 bad call or engine panic.
+const (
+	jinjaOK     = 0
+	jinjaRaised = 2
+)
+
+// jinjaTemplate is a compiled template; the engine's handle is freed when it is garbage collected.
+type jinjaTemplate struct {
+	h *C.AgentrtTemplate
+}
+
+func takeText(t C.AgentrtText) string {
+	if t.ptr == nil {
+		return ""
+	}
+	s := C.GoStringN((*C.char)(unsafe.Pointer(t.ptr)), C.int(t.len))
+	C.agentrt_jinja_free_text(t)
+	return s
+}
+
+func cBytes(b []byte) (*C.char, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.char)(unsafe.Pointer(&b[0])), C.size_t(len(b))
+}
+
+// compileJinja compiles a template in transformers' environment.
+func compileJinja(source string) (*jinjaTemplate, *TemplateError) {
+	src := []byte(source)
+	p, n := cBytes(src)
+	var h *C.AgentrtTemplate
+	var msg C.AgentrtText
+	var line C.uint32_t
+	rc := C.agentrt_jinja_compile(p, n, &h, &msg, &line)
+	runtime.KeepAlive(src)
+	if rc != jinjaOK {
+		return nil, &TemplateError{Line: int(line), Message: "syntax error: " + takeText(msg)}
+	}
+	j := &jinjaTemplate{h: h}
+	runtime.AddCleanup(j, func(h *C.AgentrtTemplate) { C.agentrt_jinja_free(h) }, h)
+	return j, nil
+}
+
+// jinjaVars are render variables (a JSON object) parsed once by the engine; freed when garbage collected.
+type jinjaVars struct {
+	h *C.AgentrtVars
+}
+
+func newJinjaVars(obj []byte) (*jinjaVars, error) {
+	p, n := cBytes(obj)
+	var h *C.AgentrtVars
+	var msg C.AgentrtText
+	rc := C.agentrt_jinja_vars(p, n, &h, &msg)
+	runtime.KeepAlive(obj)
+	if rc != jinjaOK {
+		return nil, fmt.Errorf("tito: render: %s", takeText(msg))
+	}
+	v := &jinjaVars{h: h}
+	runtime.AddCleanup(v, func(h *C.AgentrtVars) { C.agentrt_jinja_free_vars(h) }, h)
+	return v, nil
+}
+
+func cClock(now time.Time) C.AgentrtClock {
+	return C.AgentrtClock{
+		year: C.int32_t(now.Year()), month: C.int32_t(now.Month()), day: C.int32_t(now.Day()),
+		hour: C.int32_t(now.Hour()), minute: C.int32_t(now.Minute()), second: C.int32_t(now.Second()),
+		weekday: C.int32_t((int(now.Weekday()) + 6) % 7), yday: C.int32_t(now.YearDay()),
+	}
+}
+
+// renderWith renders with prepared variables and the messages (a JSON array).
+func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs []byte, addGenerationPrompt bool, now time.Time) (string, *TemplateError) {
+	p, n := cBytes(msgs)
+	var out C.AgentrtText
+	var line C.uint32_t
+	rc := C.agentrt_jinja_render_with(j.h, vars.h, p, n, C._Bool(addGenerationPrompt), cClock(now), &out, &line)
+	runtime.KeepAlive(msgs)
+	runtime.KeepAlive(j)
+	runtime.KeepAlive(vars)
+	text := takeText(out)
+	if rc != jinjaOK {
+		return "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: text}
+	}
+	return text, nil
+}
+
+// renderPair renders the messages (a JSON array) as given and with message index's content replaced by content,
+// sharing one parse of the messages (RenderDelta's two renders).
+func (j *jinjaTemplate) renderPair(vars *jinjaVars, msgs []byte, index int, content string, addGenerationPrompt bool, now time.Time) (string, string, *TemplateError) {
+	p, n := cBytes(msgs)
+	cb := []byte(content)
+	cp, cn := cBytes(cb)
+	var a, b C.AgentrtText
+	var line C.uint32_t
+	rc := C.agentrt_jinja_render_pair(j.h, vars.h, p, n, C.size_t(index), cp, cn, C._Bool(addGenerationPrompt), cClock(now), &a, &b, &line)
+	runtime.KeepAlive(msgs)
+	runtime.KeepAlive(cb)
+	runtime.KeepAlive(j)
+	runtime.KeepAlive(vars)
+	full, probe := takeText(a), takeText(b)
+	if rc != jinjaOK {
+		return "", "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: full}
+	}
+	return full, probe, nil
+}
