@@ -29,25 +29,29 @@ const (
 	parameterClose = "</parameter>"
 )
 
-func scanQwen3Coder(st *state, seg segment) {
+func scanQwen3Coder(st *state, seg segment) { scanFunctionBlocks(st, seg, toolCallOpen, toolCallClose) }
+
+// scanFunctionBlocks scans the blocks open...close that hold <function=NAME> elements: Qwen3-Coder's <tool_call>
+// and Seed-OSS's <seed:tool_call> share this body.
+func scanFunctionBlocks(st *state, seg segment, open, close string) {
 	t := st.text[:seg.hi]
 	i := seg.lo
 	for {
-		o := strings.Index(t[i:], toolCallOpen)
+		o := strings.Index(t[i:], open)
 		if o < 0 {
 			return
 		}
 		lo := i + o
-		bodyLo := lo + len(toolCallOpen)
-		c := strings.Index(t[bodyLo:], toolCallClose)
+		bodyLo := lo + len(open)
+		c := strings.Index(t[bodyLo:], close)
 		if c < 0 {
 			st.cut(lo, len(t))
-			st.fail(ReasonUnclosedTag, functionName(t[bodyLo:]), "<tool_call> is never closed by </tool_call>", lo, len(t))
+			st.fail(ReasonUnclosedTag, functionName(t[bodyLo:]), open+" is never closed by "+close, lo, len(t))
 			return
 		}
-		hi := bodyLo + c + len(toolCallClose)
+		hi := bodyLo + c + len(close)
 		st.cut(lo, hi)
-		st.qwenBlock(bodyLo, bodyLo+c, lo, hi)
+		st.qwenBlock(bodyLo, bodyLo+c, lo, hi, open)
 		i = hi
 	}
 }
@@ -66,15 +70,15 @@ func functionName(body string) string {
 
 // qwenBlock parses the functions in text[bLo:bHi], the body of the block text[lo:hi]. A block with one function
 // reports the block's span; a block with several reports each function's span.
-func (st *state) qwenBlock(bLo, bHi, lo, hi int) {
+func (st *state) qwenBlock(bLo, bHi, lo, hi int, open string) {
 	t := st.text[:bHi]
 	i := skipSpace(t, bLo)
 	if i >= bHi {
-		st.fail(ReasonInvalidFormat, "", "empty <tool_call> block", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "empty "+open+" block", lo, hi)
 		return
 	}
 	if !strings.HasPrefix(t[i:], functionOpen) {
-		st.fail(ReasonInvalidFormat, "", "<tool_call> does not start with <function=NAME>", lo, hi)
+		st.fail(ReasonInvalidFormat, "", open+" does not start with <function=NAME>", lo, hi)
 		return
 	}
 	single := strings.Count(t[bLo:], functionOpen) == 1
