@@ -21,7 +21,7 @@ import (
 // formatOf maps a fixture format (SGLang --tool-call-parser name) to ours.
 var formatOf = map[string]string{
 	"hermes": "hermes", "qwen25": "qwen25", "qwen3_coder": "qwen3_coder", "llama3": "llama3",
-	"glm45": "glm45", "glm47": "glm47", "kimi_k2": "kimi_k2",
+	"glm45": "glm45", "glm47": "glm47", "kimi_k2": "kimi_k2", "minimax-m2": "minimax-m2",
 }
 
 type fixtureCase struct {

@@ -18,6 +18,7 @@ const (
 	seedThinkClose    = "</seed:think>"
 )
 
-func scanSeedOSS(st *state, seg segment) {
-	scanFunctionBlocks(st, seg, seedToolCallOpen, seedToolCallClose)
-}
+var seedTags = xmlTags{open: seedToolCallOpen, close: seedToolCallClose, fnOpen: qwenTags.fnOpen,
+	fnClose: qwenTags.fnClose, pOpen: qwenTags.pOpen, pClose: qwenTags.pClose, nameEnd: qwenTags.nameEnd}
+
+func scanSeedOSS(st *state, seg segment) { scanFunctionBlocks(st, seg, &seedTags) }
