@@ -22,6 +22,7 @@ import (
 var formatOf = map[string]string{
 	"hermes": "hermes", "qwen25": "qwen25", "qwen3_coder": "qwen3_coder", "llama3": "llama3",
 	"glm45": "glm45", "glm47": "glm47", "kimi_k2": "kimi_k2", "minimax-m2": "minimax-m2",
+	"deepseekv3": "deepseekv3", "deepseekv31": "deepseekv31",
 }
 
 type fixtureCase struct {
@@ -88,6 +89,7 @@ var deviations = map[int]deviation{
 	107: {why: whyTrunc, noCall: true, errors: []Reason{ReasonUnclosedTag}},
 	109: {why: whyUnknown + " (SGLang's qwen3_coder detector even keeps unknown names as calls)", noCall: true, errors: []Reason{ReasonUnknownTool}},
 	110: {why: whyUnknown, errors: []Reason{ReasonUnknownTool}},
+	112: {why: "deepseekv3 malformed JSON: SGLang returns the whole text as normal text; we cut the section out of the normal text and report malformed_json with its raw text", normal: str("Sure."), errors: []Reason{ReasonMalformedJSON}},
 	114: {why: whyUnknown + " (SGLang's kimi_k2 detector even keeps unknown names as calls)", noCall: true, errors: []Reason{ReasonUnknownTool}},
 }
 

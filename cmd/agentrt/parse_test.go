@@ -69,7 +69,7 @@ func TestParseUsage(t *testing.T) {
 		wantErr string
 	}{
 		{"no parser", nil, "", exitUsage, "--parser is required"},
-		{"unknown parser", []string{"--parser", "mistral"}, "", exitUsage, `unknown parser "mistral" (known: glm45`},
+		{"unknown parser", []string{"--parser", "mistral"}, "", exitUsage, `unknown parser "mistral" (known: deepseekv3`},
 		{"extra argument", []string{"--parser", "hermes", "file.txt"}, "", exitUsage, "unexpected argument"},
 		{"missing tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/nope.json"}, "", exitFailure, "--tools open testdata/parse/nope.json"},
 		{"bad tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/bad_tools.json"}, "", exitFailure, "tools[0]: missing \"name\""},
