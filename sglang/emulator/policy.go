@@ -539,6 +539,20 @@ func renderCalls(format string, cs []call, malformed int) string {
 				b.WriteString("</invoke>")
 			}
 			parts[i] = b.String()
+		case FormatDeepSeekV3, FormatDeepSeekV31:
+			// As the DeepSeek chat templates write a call; the section around all calls is added below.
+			j := pyJSON(c.args)
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			p := "<｜tool▁call▁begin｜>" + name + "<｜tool▁sep｜>" + j
+			if format == FormatDeepSeekV3 {
+				p = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n" + j + "\n```"
+			}
+			if !(bad && malformed == 1) {
+				p += "<｜tool▁call▁end｜>"
+			}
+			parts[i] = p
 		case FormatLlama3:
 			j := `{"name": ` + valueText(name, true) + `, "parameters": ` + pyJSON(c.args) + `}`
 			if bad {
@@ -560,6 +574,8 @@ func renderCalls(format string, cs []call, malformed int) string {
 	switch format {
 	case FormatLlama3:
 		return strings.Join(parts, "; ")
+	case FormatDeepSeekV3, FormatDeepSeekV31:
+		return "<｜tool▁calls▁begin｜>" + strings.Join(parts, "") + "<｜tool▁calls▁end｜>"
 	case FormatMiniMaxM2:
 		return "<minimax:tool_call>\n" + strings.Join(parts, "\n") + "\n</minimax:tool_call>"
 	}
