@@ -1,7 +1,8 @@
 // Package parsers holds the built-in, model-specific tool-call parsers: hermes (Qwen2.5/Qwen3 <tool_call> JSON,
 // alias qwen25), qwen3_coder (XML with schema-typed parameters), llama3 (JSON, <|python_tag|>, ";"-separated),
 // glm45 (key/value XML, alias glm47), kimi_k2 (special-token sections), deepseekv3 (DeepSeek V3 and R1) and
-// deepseekv31 (DeepSeek V3.1), minimax-m2 (<invoke name=...>
+// deepseekv31 (DeepSeek V3.1), mistral ([TOOL_CALLS] JSON list or NAME[ARGS]),
+// minimax-m2 (<invoke name=...>
 // XML) and seed_oss (Qwen3-Coder's XML inside
 // <seed:tool_call>, reasoning in <seed:think>). They are compiled to one Wasm parser
 // plugin (Wasm, WasmConfig) that the runtime loads through the plugin host like any parser plugin; the same pure
