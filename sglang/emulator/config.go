@@ -30,6 +30,7 @@ const (
 	FormatSeedOSS     = "seed_oss"    // <seed:tool_call>\n<function=f>\n<parameter=k>v</parameter>\n</function>\n</seed:tool_call>
 	FormatDeepSeekV3  = "deepseekv3"  // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>...
 	FormatDeepSeekV31 = "deepseekv31" // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+	FormatMistral     = "mistral"     // [TOOL_CALLS]f[ARGS]{...} per call (Mistral Small 3.2, Devstral)
 	FormatMiniMaxM2   = "minimax-m2"  // <minimax:tool_call>\n<invoke name="f"><parameter name="k">v</parameter>\n</invoke>\n</minimax:tool_call>
 )
 
@@ -238,10 +239,11 @@ func (c *Config) Validate() error {
 	}
 	switch c.ToolFormat {
 	case "", FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3,
-		FormatDeepSeekV31:
+		FormatDeepSeekV31, FormatMistral:
 	default:
-		return fmt.Errorf("emulator: tool_format %q: want %q, %q, %q, %q, %q, %q or %q", c.ToolFormat, FormatHermes,
-			FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31)
+		return fmt.Errorf("emulator: tool_format %q: want %q, %q, %q, %q, %q, %q, %q or %q", c.ToolFormat, FormatHermes,
+			FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31,
+			FormatMistral)
 	}
 	if len(c.StopIDs) == 0 {
 		return fmt.Errorf("emulator: stop_ids is empty: the emulator needs the model's EOS id (e.g. 151645 for Qwen)")

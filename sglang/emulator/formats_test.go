@@ -15,7 +15,8 @@ func TestRenderCallsRoundTrip(t *testing.T) {
 		{"calculator", []kv{{"expression", "(3+4)/2"}}},
 		{"search", []kv{{"query", "weather in Paris"}, {"topn", 3}, {"exact", true}}},
 	}
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31} {
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31,
+		FormatMistral} {
 		t.Run(format, func(t *testing.T) {
 			p, err := parsers.New(format)
 			if err != nil {

@@ -553,6 +553,17 @@ func renderCalls(format string, cs []call, malformed int) string {
 				p += "<｜tool▁call▁end｜>"
 			}
 			parts[i] = p
+		case FormatMistral:
+			// As the Mistral Small 3.2 template writes a call.
+			j := pyJSON(c.args)
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			sep := "[ARGS]"
+			if bad && malformed == 1 {
+				sep = ""
+			}
+			parts[i] = "[TOOL_CALLS]" + name + sep + j
 		case FormatLlama3:
 			j := `{"name": ` + valueText(name, true) + `, "parameters": ` + pyJSON(c.args) + `}`
 			if bad {
@@ -574,6 +585,8 @@ func renderCalls(format string, cs []call, malformed int) string {
 	switch format {
 	case FormatLlama3:
 		return strings.Join(parts, "; ")
+	case FormatMistral:
+		return strings.Join(parts, "")
 	case FormatDeepSeekV3, FormatDeepSeekV31:
 		return "<｜tool▁calls▁begin｜>" + strings.Join(parts, "") + "<｜tool▁calls▁end｜>"
 	case FormatMiniMaxM2:
