@@ -28,7 +28,7 @@ func TestParseMiniMaxM2(t *testing.T) {
 			"call_0000 !bad_arguments(search) [0 112]\nnormal=\"\""},
 		{"text between invokes: the call stands, the stray text is an error",
 			"<minimax:tool_call>\n<invoke name=\"noargs\">\n</invoke>\nand then\n</minimax:tool_call>",
-			"call_0000 noargs{} [0 82]\ncall_0001 !invalid_format() [53 62]\nnormal=\"\""},
+			"call_0000 noargs{} [20 52]\ncall_0001 !invalid_format() [53 62]\nnormal=\"\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

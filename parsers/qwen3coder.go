@@ -85,7 +85,12 @@ func (st *state) qwenBlock(bLo, bHi, lo, hi int, x *xmlTags) {
 		st.fail(ReasonInvalidFormat, "", open+" does not start with "+functionOpen+"NAME"+x.nameEnd, lo, hi)
 		return
 	}
+	// The block's span is the call's only when the function is all the block holds: otherwise stray text after it
+	// would be an error overlapping the call.
 	single := strings.Count(t[bLo:], functionOpen) == 1
+	if e := strings.Index(t[i:], functionClose); single && e >= 0 && skipSpace(t, i+e+len(functionClose)) < bHi {
+		single = false
+	}
 	for i < bHi {
 		if !strings.HasPrefix(t[i:], functionOpen) {
 			st.fail(ReasonInvalidFormat, "", "unexpected text "+quote(clip(t[i:]))+" between functions (want "+functionOpen+"NAME"+x.nameEnd+")", i, bHi)
