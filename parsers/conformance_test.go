@@ -21,7 +21,8 @@ import (
 // formatOf maps a fixture format (SGLang --tool-call-parser name) to ours.
 var formatOf = map[string]string{
 	"hermes": "hermes", "qwen25": "qwen25", "qwen3_coder": "qwen3_coder", "llama3": "llama3",
-	"glm45": "glm45", "glm47": "glm47", "kimi_k2": "kimi_k2",
+	"glm45": "glm45", "glm47": "glm47", "kimi_k2": "kimi_k2", "minimax-m2": "minimax-m2", "mistral": "mistral",
+	"deepseekv3": "deepseekv3", "deepseekv31": "deepseekv31",
 }
 
 type fixtureCase struct {
@@ -77,6 +78,7 @@ var deviations = map[int]deviation{
 	53:  {why: whyTrim, normal: str("Let me check the weather for you.")},
 	54:  {why: "hermes malformed JSON: SGLang returns the whole text as normal text; we cut the block out of the normal text and report malformed_json with its raw text", normal: str(""), errors: []Reason{ReasonMalformedJSON}},
 	62:  {why: whyTrim, normal: str("Let me check.")},
+	70:  {why: "mistral list that is not JSON: SGLang drops it silently; we report malformed_json with its raw text", errors: []Reason{ReasonMalformedJSON}},
 	74:  {why: whyInferred, noCall: true, errors: []Reason{ReasonMissingName}},
 	75:  {why: whyInferred, errors: []Reason{ReasonMissingName}},
 	100: {why: whyUnknown, errors: []Reason{ReasonUnknownTool}},
@@ -88,6 +90,7 @@ var deviations = map[int]deviation{
 	107: {why: whyTrunc, noCall: true, errors: []Reason{ReasonUnclosedTag}},
 	109: {why: whyUnknown + " (SGLang's qwen3_coder detector even keeps unknown names as calls)", noCall: true, errors: []Reason{ReasonUnknownTool}},
 	110: {why: whyUnknown, errors: []Reason{ReasonUnknownTool}},
+	112: {why: "deepseekv3 malformed JSON: SGLang returns the whole text as normal text; we cut the section out of the normal text and report malformed_json with its raw text", normal: str("Sure."), errors: []Reason{ReasonMalformedJSON}},
 	114: {why: whyUnknown + " (SGLang's kimi_k2 detector even keeps unknown names as calls)", noCall: true, errors: []Reason{ReasonUnknownTool}},
 }
 

@@ -1,12 +1,16 @@
 // Package parsers holds the built-in, model-specific tool-call parsers: hermes (Qwen2.5/Qwen3 <tool_call> JSON,
 // alias qwen25), qwen3_coder (XML with schema-typed parameters), llama3 (JSON, <|python_tag|>, ";"-separated),
-// glm45 (key/value XML, alias glm47) and kimi_k2 (special-token sections). They are compiled to one Wasm parser
+// glm45 (key/value XML, alias glm47), kimi_k2 (special-token sections), deepseekv3 (DeepSeek V3 and R1) and
+// deepseekv31 (DeepSeek V3.1), mistral ([TOOL_CALLS] JSON list or NAME[ARGS]),
+// minimax-m2 (<invoke name=...>
+// XML) and seed_oss (Qwen3-Coder's XML inside
+// <seed:tool_call>, reasoning in <seed:think>). They are compiled to one Wasm parser
 // plugin (Wasm, WasmConfig) that the runtime loads through the plugin host like any parser plugin; the same pure
 // logic is importable natively (New, Parser.Parse) for tests, fuzzing and tools.
 //
 // Parsing is strict and on-policy: the parser sees exactly the generated text, a malformed call is never repaired
 // but reported as an Error with a Reason and its raw text, and calls inside reasoning (<think>...</think>, or
-// before a lone </think>) do not count. Call ids are call_0000, call_0001, ... per response, errors included. The
+// before a lone </think>; <seed:think> for seed_oss) do not count. Call ids are call_0000, call_0001, ... per response, errors included. The
 // conformance test runs SGLang's own detector fixtures and states, case by case, where we deliberately differ.
 //
 // The package does no I/O and has no state: Parser and Tools are immutable and safe for concurrent use; a Result

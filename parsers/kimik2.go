@@ -20,7 +20,18 @@ const (
 	kimiFunctions    = "functions."
 )
 
-func scanKimiK2(st *state, seg segment) {
+func scanKimiK2(st *state, seg segment) { scanSections(st, seg, &kimiTags, (*state).kimiCall) }
+
+// sectionTags spell a special-token family's markup: a section begin...end holds calls callBegin BODY callEnd
+// separated by whitespace. Kimi K2 and DeepSeek V3/V3.1 differ only in these and in the call body.
+type sectionTags struct{ begin, end, callBegin, callEnd string }
+
+var kimiTags = sectionTags{kimiSectionBegin, kimiSectionEnd, kimiCallBegin, kimiCallEnd}
+
+// scanSections finds the sections spelt by x and hands each call's body (between callBegin and callEnd) to
+// call with the call's span.
+func scanSections(st *state, seg segment, x *sectionTags, call func(st *state, body string, lo, hi int)) {
+	kimiSectionBegin, kimiSectionEnd, kimiCallBegin, kimiCallEnd := x.begin, x.end, x.callBegin, x.callEnd
 	t := st.text[:seg.hi]
 	i := seg.lo
 	for {
@@ -44,7 +55,7 @@ func scanKimiK2(st *state, seg segment) {
 				// section without any is an unclosed tag.
 				st.cut(cutLo, len(t))
 				if !sawCall {
-					st.fail(ReasonUnclosedTag, "", "<|tool_calls_section_begin|> is never closed by <|tool_calls_section_end|>", secLo, len(t))
+					st.fail(ReasonUnclosedTag, "", kimiSectionBegin+" is never closed by "+kimiSectionEnd, secLo, len(t))
 				}
 				return
 			}
@@ -55,7 +66,7 @@ func scanKimiK2(st *state, seg segment) {
 				if end >= 0 {
 					hi = j + end
 				}
-				st.fail(ReasonInvalidFormat, "", "unexpected text inside the tool-calls section (want <|tool_call_begin|>)", j, hi)
+				st.fail(ReasonInvalidFormat, "", "unexpected text inside the tool-calls section (want "+kimiCallBegin+")", j, hi)
 				if end < 0 {
 					st.cut(cutLo, len(t))
 					return
@@ -67,11 +78,11 @@ func scanKimiK2(st *state, seg segment) {
 			e := strings.Index(t[lo:], kimiCallEnd)
 			if e < 0 {
 				st.cut(cutLo, len(t))
-				st.fail(ReasonUnclosedTag, "", "<|tool_call_begin|> is never closed by <|tool_call_end|>", lo, len(t))
+				st.fail(ReasonUnclosedTag, "", kimiCallBegin+" is never closed by "+kimiCallEnd, lo, len(t))
 				return
 			}
 			hi := lo + e + len(kimiCallEnd)
-			st.kimiCall(t[lo+len(kimiCallBegin):lo+e], lo, hi)
+			call(st, t[lo+len(kimiCallBegin):lo+e], lo, hi)
 			sawCall = true
 			i = hi
 		}
@@ -109,9 +120,14 @@ func (st *state) kimiCall(body string, lo, hi int) {
 		st.fail(ReasonMissingName, "", "tool call id "+quote(id)+" has no valid function name", lo, hi)
 		return
 	}
+	st.jsonObjectCall(name, body[a+len(kimiArgBegin):], lo, hi)
+}
+
+// jsonObjectCall records a call whose arguments are the JSON object args (surrounding whitespace allowed).
+func (st *state) jsonObjectCall(name, args string, lo, hi int) {
 	var err error
 	st.mem = st.mem[:0]
-	st.buf, err = compactAll(st.buf[:0], body[a+len(kimiArgBegin):], &st.mem, 1)
+	st.buf, err = compactAll(st.buf[:0], args, &st.mem, 1)
 	if err != nil {
 		st.fail(ReasonMalformedJSON, name, "malformed JSON in arguments: "+err.Error(), lo, hi)
 		return

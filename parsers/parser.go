@@ -9,9 +9,13 @@ import (
 // Parser parses one model family's tool-call syntax. Its methods are pure functions: a Parser is immutable and
 // safe for concurrent use.
 type Parser struct {
-	name string
-	scan func(st *state, seg segment)
+	name  string
+	scan  func(st *state, seg segment)
+	think thinkTags // the family's reasoning markup
 }
+
+// thinkTags are the tags around a family's reasoning.
+type thinkTags struct{ open, close string }
 
 // Name returns the format name the parser was created with.
 func (p *Parser) Name() string { return p.name }
@@ -19,7 +23,7 @@ func (p *Parser) Name() string { return p.name }
 // Names lists the formats New accepts, sorted. Aliases: qwen25 is hermes (Qwen2.5 and Qwen3 emit the same
 // <tool_call> JSON blocks), glm47 is glm45 (GLM-4.7 drops the newlines, which glm45 accepts).
 func Names() []string {
-	return []string{"glm45", "glm47", "hermes", "kimi_k2", "llama3", "qwen25", "qwen3_coder"}
+	return []string{"deepseekv3", "deepseekv31", "glm45", "glm47", "hermes", "kimi_k2", "llama3", "minimax-m2", "mistral", "qwen25", "qwen3_coder", "seed_oss"}
 }
 
 // New returns the parser for a format (one of Names).
@@ -29,6 +33,7 @@ func Names() []string {
 // ErrUnknownParser (wrapped, with the list of valid names) for any other name.
 func New(name string) (*Parser, error) {
 	var scan func(*state, segment)
+	think := thinkTags{thinkOpen, thinkClose}
 	switch name {
 	case "hermes", "qwen25":
 		scan = scanHermes
@@ -40,10 +45,20 @@ func New(name string) (*Parser, error) {
 		scan = scanGLM45
 	case "kimi_k2":
 		scan = scanKimiK2
+	case "deepseekv3":
+		scan = scanDeepSeekV3
+	case "deepseekv31":
+		scan = scanDeepSeekV31
+	case "mistral":
+		scan = scanMistral
+	case "minimax-m2":
+		scan = scanMiniMaxM2
+	case "seed_oss":
+		scan, think = scanSeedOSS, thinkTags{seedThinkOpen, seedThinkClose}
 	default:
 		return nil, fmt.Errorf("parsers: %w %q (known: %s)", ErrUnknownParser, name, strings.Join(Names(), ", "))
 	}
-	return &Parser{name: name, scan: scan}, nil
+	return &Parser{name: name, scan: scan, think: think}, nil
 }
 
 // Parse extracts the tool calls of one completion. text must be exactly what the model generated, decoded with
@@ -73,7 +88,7 @@ func (p *Parser) ParseInto(r *Result, text string, tools *Tools) {
 	st := &sc.st
 	*st = state{text: text, tools: tools, res: r, buf: st.buf[:0], mem: st.mem[:0], keys: st.keys[:0],
 		cuts: st.cuts[:0], arena: st.arena[:0]}
-	sc.segs = activeSegments(sc.segs[:0], text)
+	sc.segs = activeSegments(sc.segs[:0], text, p.think)
 	for _, seg := range sc.segs {
 		p.scan(st, seg)
 	}
@@ -95,7 +110,8 @@ const (
 )
 
 // activeSegments appends the parts of text outside reasoning blocks to segs. One forward pass: it visits each '<'.
-func activeSegments(segs []segment, text string) []segment {
+func activeSegments(segs []segment, text string, tags thinkTags) []segment {
+	thinkOpen, thinkClose := tags.open, tags.close
 	lo, i := 0, 0
 	seenOpen := false
 	for {

@@ -22,43 +22,50 @@ import "strings"
 // object/array need JSON of that kind, "null" (any case) is null for every type, and parameters the schema does
 // not declare stay strings. Unlike SGLang, a value that does not fit its declared type is an error, not a string.
 
-const (
-	functionOpen   = "<function="
-	functionClose  = "</function>"
-	parameterOpen  = "<parameter="
-	parameterClose = "</parameter>"
-)
+// xmlTags spell one family's XML-ish call markup: a block open...close holds functions fnOpen NAME nameEnd
+// ... fnClose, which hold parameters pOpen NAME nameEnd value pClose. Qwen3-Coder, Seed-OSS and MiniMax-M2 differ
+// only in these strings.
+type xmlTags struct {
+	open, close, fnOpen, fnClose, pOpen, pClose, nameEnd string
+}
 
-func scanQwen3Coder(st *state, seg segment) {
+var qwenTags = xmlTags{open: toolCallOpen, close: toolCallClose, fnOpen: "<function=", fnClose: "</function>",
+	pOpen: "<parameter=", pClose: "</parameter>", nameEnd: ">"}
+
+func scanQwen3Coder(st *state, seg segment) { scanFunctionBlocks(st, seg, &qwenTags) }
+
+// scanFunctionBlocks scans the blocks of XML-ish function calls spelt by x.
+func scanFunctionBlocks(st *state, seg segment, x *xmlTags) {
+	open, close := x.open, x.close
 	t := st.text[:seg.hi]
 	i := seg.lo
 	for {
-		o := strings.Index(t[i:], toolCallOpen)
+		o := strings.Index(t[i:], open)
 		if o < 0 {
 			return
 		}
 		lo := i + o
-		bodyLo := lo + len(toolCallOpen)
-		c := strings.Index(t[bodyLo:], toolCallClose)
+		bodyLo := lo + len(open)
+		c := strings.Index(t[bodyLo:], close)
 		if c < 0 {
 			st.cut(lo, len(t))
-			st.fail(ReasonUnclosedTag, functionName(t[bodyLo:]), "<tool_call> is never closed by </tool_call>", lo, len(t))
+			st.fail(ReasonUnclosedTag, x.functionName(t[bodyLo:]), open+" is never closed by "+close, lo, len(t))
 			return
 		}
-		hi := bodyLo + c + len(toolCallClose)
+		hi := bodyLo + c + len(close)
 		st.cut(lo, hi)
-		st.qwenBlock(bodyLo, bodyLo+c, lo, hi)
+		st.qwenBlock(bodyLo, bodyLo+c, lo, hi, x)
 		i = hi
 	}
 }
 
-func functionName(body string) string {
-	i := strings.Index(body, functionOpen)
+func (x *xmlTags) functionName(body string) string {
+	i := strings.Index(body, x.fnOpen)
 	if i < 0 {
 		return ""
 	}
-	body = body[i+len(functionOpen):]
-	if e := strings.IndexByte(body, '>'); e >= 0 && validName(body[:e]) {
+	body = body[i+len(x.fnOpen):]
+	if e := strings.Index(body, x.nameEnd); e >= 0 && validName(body[:e]) {
 		return body[:e]
 	}
 	return ""
@@ -66,21 +73,27 @@ func functionName(body string) string {
 
 // qwenBlock parses the functions in text[bLo:bHi], the body of the block text[lo:hi]. A block with one function
 // reports the block's span; a block with several reports each function's span.
-func (st *state) qwenBlock(bLo, bHi, lo, hi int) {
+func (st *state) qwenBlock(bLo, bHi, lo, hi int, x *xmlTags) {
+	open, functionOpen, functionClose := x.open, x.fnOpen, x.fnClose
 	t := st.text[:bHi]
 	i := skipSpace(t, bLo)
 	if i >= bHi {
-		st.fail(ReasonInvalidFormat, "", "empty <tool_call> block", lo, hi)
+		st.fail(ReasonInvalidFormat, "", "empty "+open+" block", lo, hi)
 		return
 	}
 	if !strings.HasPrefix(t[i:], functionOpen) {
-		st.fail(ReasonInvalidFormat, "", "<tool_call> does not start with <function=NAME>", lo, hi)
+		st.fail(ReasonInvalidFormat, "", open+" does not start with "+functionOpen+"NAME"+x.nameEnd, lo, hi)
 		return
 	}
+	// The block's span is the call's only when the function is all the block holds: otherwise stray text after it
+	// would be an error overlapping the call.
 	single := strings.Count(t[bLo:], functionOpen) == 1
+	if e := strings.Index(t[i:], functionClose); single && e >= 0 && skipSpace(t, i+e+len(functionClose)) < bHi {
+		single = false
+	}
 	for i < bHi {
 		if !strings.HasPrefix(t[i:], functionOpen) {
-			st.fail(ReasonInvalidFormat, "", "unexpected text "+quote(clip(t[i:]))+" between functions (want <function=NAME>)", i, bHi)
+			st.fail(ReasonInvalidFormat, "", "unexpected text "+quote(clip(t[i:]))+" between functions (want "+functionOpen+"NAME"+x.nameEnd+")", i, bHi)
 			return
 		}
 		fLo := i
@@ -94,25 +107,21 @@ func (st *state) qwenBlock(bLo, bHi, lo, hi int) {
 			cLo, cHi = lo, hi
 		}
 		if e < 0 {
-			st.fail(ReasonUnclosedTag, functionName(t[fLo:]), "<function=...> is never closed by </function>", cLo, cHi)
+			st.fail(ReasonUnclosedTag, x.functionName(t[fLo:]), functionOpen+"...> is never closed by "+functionClose, cLo, cHi)
 			return
 		}
-		// A single function reports the whole block's span, so text after it is judged first: reported on
-		// its own, its span would overlap the function's (found by FuzzParse).
-		if rest := skipSpace(t, fHi); single && rest < bHi {
-			st.fail(ReasonInvalidFormat, functionName(t[fLo:]), "unexpected text "+quote(clip(t[rest:]))+" after </function>", lo, hi)
-			return
-		}
-		st.qwenFunction(t[fLo+len(functionOpen):fLo+e], cLo, cHi)
+		st.qwenFunction(t[fLo+len(functionOpen):fLo+e], cLo, cHi, x)
 		i = skipSpace(t, fHi)
 	}
 }
 
-// qwenFunction parses "NAME>" followed by parameters (the text between "<function=" and "</function>").
-func (st *state) qwenFunction(body string, lo, hi int) {
-	gt := strings.IndexByte(body, '>')
+// qwenFunction parses "NAME>" followed by parameters (the text between "<function=" and "</function>", in
+// Qwen's spelling).
+func (st *state) qwenFunction(body string, lo, hi int, x *xmlTags) {
+	parameterOpen, parameterClose := x.pOpen, x.pClose
+	gt := strings.Index(body, x.nameEnd)
 	if gt < 0 {
-		st.fail(ReasonInvalidFormat, "", "<function= is not closed by '>'", lo, hi)
+		st.fail(ReasonInvalidFormat, "", x.fnOpen+" is not closed by "+quote(x.nameEnd), lo, hi)
 		return
 	}
 	name := body[:gt]
@@ -130,32 +139,32 @@ func (st *state) qwenFunction(body string, lo, hi int) {
 		return
 	}
 	st.buf, st.keys = append(st.buf[:0], '{'), st.keys[:0]
-	i := gt + 1
+	i := gt + len(x.nameEnd)
 	for {
 		i = skipSpace(body, i)
 		if i >= len(body) {
 			break
 		}
 		if !strings.HasPrefix(body[i:], parameterOpen) {
-			st.fail(ReasonInvalidFormat, name, "unexpected text "+quote(clip(body[i:]))+" in function (want <parameter=NAME>)", lo, hi)
+			st.fail(ReasonInvalidFormat, name, "unexpected text "+quote(clip(body[i:]))+" in function (want "+parameterOpen+"NAME"+x.nameEnd+")", lo, hi)
 			return
 		}
 		pLo := i + len(parameterOpen)
-		pgt := strings.IndexByte(body[pLo:], '>')
+		pgt := strings.Index(body[pLo:], x.nameEnd)
 		if pgt < 0 {
-			st.fail(ReasonInvalidFormat, name, "<parameter= is not closed by '>'", lo, hi)
+			st.fail(ReasonInvalidFormat, name, parameterOpen+" is not closed by "+quote(x.nameEnd), lo, hi)
 			return
 		}
 		pname := body[pLo : pLo+pgt]
-		vLo := pLo + pgt + 1
+		vLo := pLo + pgt + len(x.nameEnd)
 		vEnd := strings.Index(body[vLo:], parameterClose)
 		if vEnd < 0 {
-			st.fail(ReasonUnclosedTag, name, "<parameter="+pname+"> is never closed by </parameter>", lo, hi)
+			st.fail(ReasonUnclosedTag, name, parameterOpen+pname+x.nameEnd+" is never closed by "+parameterClose, lo, hi)
 			return
 		}
 		v := body[vLo : vLo+vEnd]
 		if strings.Contains(v, parameterOpen) {
-			st.fail(ReasonUnclosedTag, name, "<parameter="+pname+"> is not closed before the next <parameter=", lo, hi)
+			st.fail(ReasonUnclosedTag, name, parameterOpen+pname+x.nameEnd+" is not closed before the next "+parameterOpen, lo, hi)
 			return
 		}
 		v = strings.TrimPrefix(v, "\n")

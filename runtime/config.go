@@ -62,7 +62,7 @@ type AgentConfig struct {
 	Name string `toml:"name"`
 	// Model is a Hugging Face model folder (tokenizer.json, tokenizer_config.json, chat template).
 	Model string `toml:"model"`
-	// Parser names a built-in tool-call parser (hermes, qwen3_coder, llama3, glm45, kimi_k2) or a parser plugin file.
+	// Parser names a built-in tool-call parser (hermes, qwen3_coder, llama3, glm45, kimi_k2, deepseekv3, deepseekv31, minimax-m2, mistral, seed_oss) or a parser plugin file.
 	Parser       string `toml:"parser"`
 	SystemPrompt string `toml:"system_prompt"`
 	// Sampling are SGLang sampling params; max_new_tokens is always sent.

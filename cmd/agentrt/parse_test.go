@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,7 +70,7 @@ func TestParseUsage(t *testing.T) {
 		wantErr string
 	}{
 		{"no parser", nil, "", exitUsage, "--parser is required"},
-		{"unknown parser", []string{"--parser", "mistral"}, "", exitUsage, `unknown parser "mistral" (known: glm45`},
+		{"unknown parser", []string{"--parser", "pythonic"}, "", exitUsage, `unknown parser "pythonic" (known: deepseekv3`},
 		{"extra argument", []string{"--parser", "hermes", "file.txt"}, "", exitUsage, "unexpected argument"},
 		{"missing tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/nope.json"}, "", exitFailure, "--tools open testdata/parse/nope.json"},
 		{"bad tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/bad_tools.json"}, "", exitFailure, "tools[0]: missing \"name\""},
@@ -200,11 +201,76 @@ func BenchmarkParseHost(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	text := string(raw)
-	p := parseHost(b, "", "hermes", benchTools(b))
+	// The same completion (reasoning, text, the same two calls) in each format.
+	for _, format := range []string{"hermes", "qwen3_coder", "seed_oss", "minimax-m2", "deepseekv3", "deepseekv31"} {
+		b.Run(format, func(b *testing.B) { benchParseHost(b, format, benchText(b, string(raw), format)) })
+	}
+}
+
+// benchText rewrites the hermes completion's calls in format, as that family's chat template writes them.
+func benchText(b *testing.B, hermes, format string) string {
+	if format == "hermes" {
+		return hermes
+	}
+	hp, _ := parsers.New("hermes")
+	r := hp.Parse(hermes, nil)
+	var out strings.Builder
+	at := 0
+	for i, c := range r.Calls {
+		out.WriteString(hermes[at:c.Span[0]])
+		at = c.Span[1]
+		var args map[string]json.RawMessage
+		if err := json.Unmarshal(c.Arguments, &args); err != nil {
+			b.Fatal(err)
+		}
+		keys := slices.Sorted(maps.Keys(args))
+		value := func(k string) string {
+			var s string
+			if json.Unmarshal(args[k], &s) == nil {
+				return s
+			}
+			return string(args[k])
+		}
+		switch format {
+		case "qwen3_coder", "seed_oss":
+			open, closeTag, nl := "<tool_call>", "</tool_call>", "\n"
+			if format == "seed_oss" {
+				open, closeTag, nl = "<seed:tool_call>", "</seed:tool_call>", ""
+			}
+			out.WriteString(open + "\n<function=" + c.Name + ">\n")
+			for _, k := range keys {
+				out.WriteString("<parameter=" + k + ">" + nl + value(k) + nl + "</parameter>\n")
+			}
+			out.WriteString("</function>\n" + closeTag)
+		case "minimax-m2":
+			out.WriteString("<minimax:tool_call>\n<invoke name=\"" + c.Name + "\">")
+			for _, k := range keys {
+				out.WriteString("<parameter name=\"" + k + "\">" + value(k) + "</parameter>\n")
+			}
+			out.WriteString("</invoke>\n</minimax:tool_call>")
+		case "deepseekv3", "deepseekv31":
+			if i == 0 {
+				out.WriteString("<｜tool▁calls▁begin｜>")
+			}
+			if format == "deepseekv3" {
+				out.WriteString("<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + c.Name + "\n```json\n" + string(c.Arguments) + "\n```<｜tool▁call▁end｜>")
+			} else {
+				out.WriteString("<｜tool▁call▁begin｜>" + c.Name + "<｜tool▁sep｜>" + string(c.Arguments) + "<｜tool▁call▁end｜>")
+			}
+			if i == len(r.Calls)-1 {
+				out.WriteString("<｜tool▁calls▁end｜>")
+			}
+		}
+	}
+	out.WriteString(hermes[at:])
+	return out.String()
+}
+
+func benchParseHost(b *testing.B, format, text string) {
+	p := parseHost(b, "", format, benchTools(b))
 	ctx := context.Background()
-	if r, err := p.Parse(ctx, text); err != nil || len(r.Calls) != 2 {
-		b.Fatalf("%+v %v", r, err)
+	if r, err := p.Parse(ctx, text); err != nil || len(r.Calls) != 2 || len(r.Errors) != 0 {
+		b.Fatalf("%s: %+v %v", format, r, err)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -236,7 +302,7 @@ func TestParseWasmBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close(ctx)
-	for _, cfg := range []string{`{"parser": "mistral"}`, `{}`, `null`} {
+	for _, cfg := range []string{`{"parser": "pythonic"}`, `{}`, `null`} {
 		_, err := h.Load(ctx, plugin.Spec{Name: "builtin:parsers", Wasm: parsers.Wasm(), Trusted: true, Config: []byte(cfg), PoolSize: 1})
 		if err == nil || !strings.Contains(err.Error(), "hermes") {
 			t.Errorf("config %s: load error %v, want one listing the parser names", cfg, err)

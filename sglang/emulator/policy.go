@@ -206,8 +206,8 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	turn := c.assistantTurns()
 	var think string
 	if c.format == chatML && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
-		(c.open == nil || !strings.Contains(c.open.content, "</think>")) {
-		think = "<think>\n" + thinkFiller(s.cfg.ThinkWords, rng)
+		(c.open == nil || !strings.Contains(c.open.content, thinkClose(format))) {
+		think = thinkOpen(format) + "\n" + thinkFiller(s.cfg.ThinkWords, rng)
 	}
 	calc, param, hasCalc := calculatorTool(c.tools)
 	py, pyParam, hasPy := codeTool(c.tools)
@@ -242,7 +242,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	}
 	if len(cs) > 0 {
 		if think != "" {
-			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.\n</think>\n\n", cs[0].name, len(cs))
+			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.\n%s\n\n", cs[0].name, len(cs), thinkClose(format))
 		}
 		malformed := -1
 		if s.cfg.MalformedRate > 0 && rng.Float64() < s.cfg.MalformedRate {
@@ -251,7 +251,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		return think + renderCalls(format, cs, malformed)
 	}
 	if think != "" {
-		think += "I have what I need to answer.\n</think>\n\n"
+		think += "I have what I need to answer.\n" + thinkClose(format) + "\n\n"
 	}
 	results := c.toolResults()
 	// A slip: the final answer misreports the last value (drawn only when the rate is set, so that other draws
@@ -315,7 +315,9 @@ func calledExpressions(c *conversation, param string, exprs []string) []bool {
 		if !ok {
 			v := valueText(e, true)
 			n = strings.Count(text, key+": "+v) + strings.Count(text, key+":"+v) +
-				strings.Count(text, "<parameter="+param+">\n"+e+"\n</parameter>")
+				strings.Count(text, "<parameter="+param+">\n"+e+"\n</parameter>") +
+				strings.Count(text, "<parameter="+param+">"+e+"</parameter>") +
+				strings.Count(text, `<parameter name="`+param+`">`+e+"</parameter>")
 		}
 		if n > 0 {
 			done[i] = true
@@ -508,6 +510,60 @@ func renderCalls(format string, cs []call, malformed int) string {
 				b.WriteString("</function>\n</tool_call>")
 			}
 			parts[i] = b.String()
+		case FormatSeedOSS:
+			// As the Seed-OSS chat template writes a call: values raw, no newlines around them.
+			var b strings.Builder
+			b.WriteString("<seed:tool_call>\n<function=" + name)
+			if !(bad && malformed == 0) {
+				b.WriteString(">")
+			}
+			b.WriteString("\n")
+			for _, a := range c.args {
+				fmt.Fprintf(&b, "<parameter=%s>%s</parameter>\n", a.k, valueText(a.v, false))
+			}
+			if !(bad && malformed == 1) {
+				b.WriteString("</function>\n</seed:tool_call>")
+			}
+			parts[i] = b.String()
+		case FormatMiniMaxM2:
+			// As the MiniMax-M2 chat template writes it; the block around all invokes is added below.
+			var b strings.Builder
+			b.WriteString(`<invoke name="` + name)
+			if !(bad && malformed == 0) {
+				b.WriteString(`">`)
+			}
+			for _, a := range c.args {
+				fmt.Fprintf(&b, `<parameter name="%s">%s</parameter>`+"\n", a.k, valueText(a.v, false))
+			}
+			if !(bad && malformed == 1) {
+				b.WriteString("</invoke>")
+			}
+			parts[i] = b.String()
+		case FormatDeepSeekV3, FormatDeepSeekV31:
+			// As the DeepSeek chat templates write a call; the section around all calls is added below.
+			j := pyJSON(c.args)
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			p := "<｜tool▁call▁begin｜>" + name + "<｜tool▁sep｜>" + j
+			if format == FormatDeepSeekV3 {
+				p = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n" + j + "\n```"
+			}
+			if !(bad && malformed == 1) {
+				p += "<｜tool▁call▁end｜>"
+			}
+			parts[i] = p
+		case FormatMistral:
+			// As the Mistral Small 3.2 template writes a call.
+			j := pyJSON(c.args)
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			sep := "[ARGS]"
+			if bad && malformed == 1 {
+				sep = ""
+			}
+			parts[i] = "[TOOL_CALLS]" + name + sep + j
 		case FormatLlama3:
 			j := `{"name": ` + valueText(name, true) + `, "parameters": ` + pyJSON(c.args) + `}`
 			if bad {
@@ -526,10 +582,32 @@ func renderCalls(format string, cs []call, malformed int) string {
 			parts[i] = p
 		}
 	}
-	if format == FormatLlama3 {
+	switch format {
+	case FormatLlama3:
 		return strings.Join(parts, "; ")
+	case FormatMistral:
+		return strings.Join(parts, "")
+	case FormatDeepSeekV3, FormatDeepSeekV31:
+		return "<｜tool▁calls▁begin｜>" + strings.Join(parts, "") + "<｜tool▁calls▁end｜>"
+	case FormatMiniMaxM2:
+		return "<minimax:tool_call>\n" + strings.Join(parts, "\n") + "\n</minimax:tool_call>"
 	}
 	return strings.Join(parts, "\n")
+}
+
+// thinkOpen and thinkClose are the reasoning tags of a tool-call format's family.
+func thinkOpen(format string) string {
+	if format == FormatSeedOSS {
+		return "<seed:think>"
+	}
+	return "<think>"
+}
+
+func thinkClose(format string) string {
+	if format == FormatSeedOSS {
+		return "</seed:think>"
+	}
+	return "</think>"
 }
 
 // thinkFiller is n words of plausible reasoning, then a newline (nothing for n = 0).

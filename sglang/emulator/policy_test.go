@@ -59,6 +59,8 @@ func parseCalls(format, text string) ([]parsedCall, error) {
 			}
 			out = append(out, c)
 		}
+	case FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral:
+		return parseWithParser(format, text)
 	case FormatLlama3:
 		t := strings.TrimPrefix(strings.TrimSpace(text), "<|python_tag|>")
 		if !strings.HasPrefix(t, "{") {
@@ -216,7 +218,8 @@ func runEpisode(t *testing.T, url string, m *testModel, format, task, episodeID 
 
 func TestAgenticFormats(t *testing.T) {
 	task := "Compute 12*7, then (3+4)/2 and 100-58 for me."
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3} {
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3,
+		FormatDeepSeekV31, FormatMistral} {
 		t.Run(format, func(t *testing.T) {
 			m := qwen(t)
 			if format == FormatLlama3 {
