@@ -1,0 +1,117 @@
+package family
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// selfTestWant is what the self-test says today for each reference family, for every kwargs variant of
+// families.json: "" means it passes; otherwise the first failed check and a part of its reason. A change in the
+// engine, the parsers or the table that changes an outcome must change this table too, on purpose.
+var selfTestWant = map[string]string{
+	"qwen3":               "",
+	"qwen3-2507-instruct": "",
+	"qwen3-2507-thinking": "",
+	"qwen3-coder":         "",
+	"qwen3.5":             "",
+	"qwen2.5":             "",
+	"hermes-3":            "",
+	"llama3.1":            "",
+	"llama3.2":            "",
+	"kimi-k2":             "",
+	"qwq-32b":             "tool call: render(..., assistant tool call, tool result): tito: chat template:",
+	"kimi-k2-thinking":    "tool call: render(..., assistant tool call, tool result): tito: chat template:", // transformers raises too (list.append)
+	"glm-4.6":             "delta: tito: render delta: cannot detect the message separator",
+	"glm-4.7-flash":       "delta: tito: render delta: cannot detect the message separator",
+	"gemma3":              "chat template: tito: chat template: line 27: syntax error",
+	"gpt-oss":             "chat template: tito: chat template: line 298: syntax error",
+	"minimax-m2":          "chat template: tito: chat template: line 141: syntax error",
+	"deepseek-v3":         `parser: its tool-call parser "deepseekv3" is not built in yet`,
+	"deepseek-r1":         `parser: its tool-call parser "deepseekv3" is not built in yet`,
+	"deepseek-v3.1":       `parser: its tool-call parser "deepseekv31" is not built in yet`,
+	"mistral-small-3.2":   `parser: its tool-call parser "mistral" is not built in yet`,
+	"mistral-nemo":        `parser: its tool-call parser "mistral" is not built in yet`,
+	"devstral-small":      `parser: its tool-call parser "mistral" is not built in yet`,
+	"seed-oss":            `parser: its tool-call parser "seed_oss" is not built in yet`,
+	"smollm3":             "parser: the chat template ignores tools and tool calls",
+	"phi-4":               "parser: the chat template ignores tools and tool calls",
+	"granite-3.3":         "parser: no built-in parser for Granite's <|tool_call|> JSON list",
+}
+
+// TestSelfTestReferenceFamilies runs the self-test on every reference family's real template, with each kwargs
+// variant: supported families pass, the others are refused with their reason.
+func TestSelfTestReferenceFamilies(t *testing.T) {
+	fams := refFamilies(t)
+	names := make([]string, 0, len(fams))
+	for n := range fams {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	passed := 0
+	for _, name := range names {
+		want, ok := selfTestWant[name]
+		if !ok {
+			t.Errorf("%s: no expectation in selfTestWant", name)
+			continue
+		}
+		for _, kw := range fams[name].Variants {
+			_, r := CheckModel(loadRef(t, name), nil, "", "", kw, nil)
+			err := r.Err()
+			switch {
+			case want == "" && err != nil:
+				t.Errorf("%s %v: %v\n%s", name, kw, err, steps(r))
+			case want != "" && err == nil:
+				t.Errorf("%s %v: passed, want a refusal with %q\n%s", name, kw, want, steps(r))
+			case want != "" && !strings.Contains(err.Error(), want):
+				t.Errorf("%s %v: %v\nwant a refusal with %q", name, kw, err, want)
+			case err == nil:
+				passed++
+				if r.Checks[len(r.Checks)-1].Name != "round trip" {
+					t.Errorf("%s %v: passed without a round trip:\n%s", name, kw, steps(r))
+				}
+			}
+		}
+	}
+	t.Logf("%d family variants pass the self-test", passed)
+}
+
+func steps(r *Report) string {
+	var b strings.Builder
+	for _, c := range r.Checks {
+		fmt.Fprintf(&b, "  %-20s ok=%v %s\n", c.Name, c.OK, c.Detail)
+	}
+	return b.String()
+}
+
+// TestSelfTestCatchesBreakage: a wrong parser, an unread kwarg and a template whose delta disagrees with its full
+// render each fail the self-test with the reason.
+func TestSelfTestCatchesBreakage(t *testing.T) {
+	m := loadRef(t, "qwen3")
+	for _, c := range []struct {
+		name, parser string
+		kwargs       map[string]any
+		want         string
+	}{
+		{"wrong parser", "llama3", nil, "round trip: parser llama3 found 0 calls"},
+		{"xml parser on json calls", "qwen3_coder", nil, "round trip: parser qwen3_coder rejected the template's own tool call: invalid_format"},
+		{"misspelt kwarg", "", map[string]any{"enable_thinkng": false}, "chat_template_kwargs: the chat template never reads enable_thinkng (the qwen3 family's template reads: enable_thinking)"},
+		{"unknown parser", "nope", nil, `parser: its tool-call parser "nope" is not built in yet`},
+	} {
+		_, r := CheckModel(m, nil, "", c.parser, c.kwargs, nil)
+		if err := r.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q\n%s", c.name, err, c.want, steps(r))
+		}
+	}
+
+	// A template that renders a tool result differently after the real history than after the stand-in one.
+	m.TemplateSource = strings.Replace(m.TemplateSource, "'<|im_start|>user'", "'<|im_start|>user' + (messages|length|string)", 1)
+	if m.TemplateSource == loadRef(t, "qwen3").TemplateSource {
+		t.Fatal("the qwen3 template changed: update the edit above")
+	}
+	_, r := CheckModel(m, nil, "", "", nil, nil)
+	if err := r.Err(); err == nil || !strings.Contains(err.Error(), "delta:") {
+		t.Errorf("history-dependent template: %v, want a delta failure\n%s", err, steps(r))
+	}
+}
