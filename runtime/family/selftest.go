@@ -362,4 +362,3 @@ func orNone(s []string) string {
 	}
 	return strings.Join(s, ", ")
 }
-
