@@ -47,16 +47,15 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	if err != nil {
 		return nil, err
 	}
-	fam, err := family.Detect(m, ac.Family)
-	if err != nil {
-		return nil, err
-	}
-	parser := ac.Parser
-	if parser == "" {
-		if parser = fam.Profile.Parser; parser == "" {
-			return nil, fmt.Errorf("model %s is family %s (by %s), which cannot run agents: %s", ac.Model, fam.Profile.Name, fam.By, fam.Profile.Why())
+	fam, report := CheckFamily(ctx, env.Host, m, tmpl, ac.Family, ac.Parser, ac.ChatTemplateKwargs)
+	if err := report.Err(); err != nil {
+		if fam.Profile == nil {
+			return nil, fmt.Errorf("model %s: %w", ac.Model, err)
 		}
+		return nil, fmt.Errorf("model %s (family %s, by %s): %w (run `agentrt model check --model %s` for the whole report)", ac.Model, fam.Profile.Name, fam.By, err, ac.Model)
 	}
+	parser := report.Parser
+	extra := family.StopIDs(m, fam.Profile)
 	prov := map[string]any{
 		ProvFamily:               fam.Profile.Name,
 		tito.ProvModel:           ac.Model,
@@ -67,6 +66,9 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	plugins := map[string]string{}
 	d := AgentDeps{Generator: env.Generator, Tokenizer: tito.NewPieceCache(m.Tokenizer, 8192), Template: tmpl, StopIDs: m.StopIDs,
 		Provenance: prov, Logger: env.Logger, Gate: env.Gate}
+	// The family's extra stops end a turn too: trimmed before parsing, and sent as stop_token_ids.
+	d.StopIDs = append(slices.Clone(m.StopIDs), extra...)
+	d.ExtraStopIDs = extra
 
 	var specs []abi.ToolSpec
 	for _, pc := range ac.Tools {
@@ -144,29 +146,6 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	plugins["parser:"+parser] = pmod.SHA256()
 	prov[tito.ProvPlugins] = plugins
 
-	// The family self-test: an agent whose template, deltas or parser cannot keep the trajectory token-exact does
-	// not start. The parser runs through the plugin host, loaded with the self-test's tool specs.
-	self, err := loadParser(ctx, env.Host, parser, selfTestSpecs(), 1)
-	if err != nil {
-		return nil, err
-	}
-	defer self.Close(context.WithoutCancel(ctx))
-	sp, err := self.Parser()
-	if err != nil {
-		return nil, err
-	}
-	report := family.SelfTest(family.SelfTestInput{Model: m, Template: tmpl, Profile: fam.Profile, Parser: parser,
-		Parse: hostParse(ctx, sp), Kwargs: ac.ChatTemplateKwargs})
-	if err := report.Err(); err != nil {
-		return nil, fmt.Errorf("model %s (family %s, by %s): %w (run `agentrt model check --model %s` for the whole report)", ac.Model, fam.Profile.Name, fam.By, err, ac.Model)
-	}
-	extra, err := family.StopIDs(m, fam.Profile)
-	if err != nil {
-		return nil, err
-	}
-	d.StopIDs = append(slices.Clone(m.StopIDs), extra...)
-	d.ExtraStopIDs = extra
-
 	d.ContextWindow = ac.ContextWindow
 	if d.ContextWindow == 0 {
 		if env.MaxModelLen == nil {
@@ -204,6 +183,27 @@ func loadParser(ctx context.Context, host *plugin.Host, name string, specs []abi
 		return nil, fmt.Errorf("parser %s: %w", name, err)
 	}
 	return mod, nil
+}
+
+// CheckFamily runs the family self-test of a model as BuildAgent does before it builds an agent (which does not
+// start when the report has a failure): the family (familyName, else detected from the folder), the parser
+// (parser, else the family's; built-in or a .wasm plugin, run through the plugin host), the agent's
+// chat_template_kwargs. tmpl may be nil (the model's template is parsed).
+func CheckFamily(ctx context.Context, host *plugin.Host, m *tito.Model, tmpl *tito.ChatTemplate, familyName, parser string, kwargs map[string]any) (family.Detection, *family.Report) {
+	load := func(name string) (family.ParseFunc, func(), error) {
+		mod, err := loadParser(ctx, host, name, selfTestSpecs(), 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		release := func() { mod.Close(context.WithoutCancel(ctx)) }
+		p, err := mod.Parser()
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		return hostParse(ctx, p), release, nil
+	}
+	return family.CheckModel(m, tmpl, familyName, parser, kwargs, load)
 }
 
 // selfTestSpecs are the family self-test's tool specs, as the plugin host takes them.

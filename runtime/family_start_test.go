@@ -37,9 +37,9 @@ func TestBuildAgentRefusesFailedFamily(t *testing.T) {
 		{"misspelt kwarg", func(a *runtime.AgentConfig) { a.ChatTemplateKwargs = map[string]any{"enable_thinkng": false} },
 			"chat_template_kwargs: the chat template never reads enable_thinkng"},
 		{"family whose stop tokens the vocabulary lacks", func(a *runtime.AgentConfig) { a.Family = "glm-4.6" },
-			`(family glm-4.6, by family = glm-4.6): family glm-4.6 self-test failed: stop tokens: family glm-4.6: stop token "<|user|>" is not in the vocabulary`},
+			`(family glm-4.6, by family = glm-4.6): family glm-4.6 self-test failed: stop tokens: ["<|user|>" "<|observation|>"]: not in the vocabulary of`},
 		{"family without a tool-call format", func(a *runtime.AgentConfig) { a.Family = "phi-4" },
-			"is family phi-4 (by family = phi-4), which cannot run agents: the chat template ignores tools and tool calls"},
+			"(family phi-4, by family = phi-4): family phi-4 self-test failed: parser: the chat template ignores tools and tool calls"},
 		{"unknown family", func(a *runtime.AgentConfig) { a.Family = "qwen9" }, `unknown model family "qwen9"`},
 	} {
 		ac := defaultAgent()

@@ -147,28 +147,41 @@ func (p *Profile) Why() string {
 	return ""
 }
 
-// CheckModel detects (or looks up) the family of a loaded model, picks the parser (parser, else the family's) and runs
-// the self-test with the model's chat template (tmpl; nil parses the model's). parse may be nil for a built-in
-// parser. The Report's first check says which family applies and how it was found.
-func CheckModel(m *tito.Model, tmpl *tito.ChatTemplate, name, parser string, kwargs map[string]any, parse ParseFunc) (Detection, *Report) {
+// ParserLoader returns a ParseFunc for a parser name (given the specs of Tools) and a function that releases it.
+type ParserLoader func(parser string) (ParseFunc, func(), error)
+
+// CheckModel detects (or looks up, when name is set) the family of a loaded model, picks the parser (parser,
+// else the family's) and runs the self-test with the model's chat template (tmpl; nil parses the model's). load
+// may be nil: built-in parsers then run natively. The Report's first check says which family applies and how it
+// was found; Report.Err is nil when the model can run agents.
+func CheckModel(m *tito.Model, tmpl *tito.ChatTemplate, name, parser string, kwargs map[string]any, load ParserLoader) (Detection, *Report) {
 	d, err := Detect(m, name)
 	if err != nil {
 		r := &Report{Family: "unknown", Parser: parser}
-		r.add("family", false, "%v", err)
+		r.add("detection", false, "%v", err)
 		return d, r
 	}
 	if parser == "" {
 		parser = d.Profile.Parser
 	}
+	r := &Report{Family: d.Profile.Name, Parser: parser}
+	r.add("family", true, "%s (by %s)", d.Profile.Name, d.By)
 	if tmpl == nil {
 		if tmpl, err = m.ChatTemplate(); err != nil {
-			r := &Report{Family: d.Profile.Name, Parser: parser}
-			r.add("family", true, "%s (by %s)", d.Profile.Name, d.By)
 			r.add("chat template", false, "%v", err)
 			return d, r
 		}
 	}
-	r := SelfTest(SelfTestInput{Model: m, Template: tmpl, Profile: d.Profile, Parser: parser, Parse: parse, Kwargs: kwargs})
-	r.Checks = append([]Check{{Name: "family", OK: true, Detail: fmt.Sprintf("%s (by %s)", d.Profile.Name, d.By)}}, r.Checks...)
+	var parse ParseFunc
+	if load != nil && parser != "" {
+		var release func()
+		if parse, release, err = load(parser); err != nil {
+			r.add("parser", false, "%v", err)
+			return d, r
+		}
+		defer release()
+	}
+	st := SelfTest(SelfTestInput{Model: m, Template: tmpl, Profile: d.Profile, Parser: parser, Parse: parse, Kwargs: kwargs})
+	r.Checks = append(r.Checks, st.Checks...)
 	return d, r
 }
