@@ -173,7 +173,7 @@ func CheckModel(m *tito.Model, tmpl *tito.ChatTemplate, name, parser string, kwa
 		}
 	}
 	var parse ParseFunc
-	if load != nil && parser != "" {
+	if load != nil && (Builtin(parser) || strings.HasSuffix(parser, ".wasm")) {
 		var release func()
 		if parse, release, err = load(parser); err != nil {
 			r.add("parser", false, "%v", err)
