@@ -115,3 +115,18 @@ func TestSelfTestCatchesBreakage(t *testing.T) {
 		t.Errorf("history-dependent template: %v, want a delta failure\n%s", err, steps(r))
 	}
 }
+
+// TestSelfTestToolSpecsNotRendered: a template that leaves the tool specs out of the prompt fails at the first
+// prompt, with one failed check (not an ok one and a failed one).
+func TestSelfTestToolSpecsNotRendered(t *testing.T) {
+	m := loadRef(t, "qwen3")
+	m.TemplateSource = strings.ReplaceAll(m.TemplateSource, "tool | tojson", "'{}'")
+	if m.TemplateSource == loadRef(t, "qwen3").TemplateSource {
+		t.Fatal("the qwen3 template changed: update the edit above")
+	}
+	_, r := CheckModel(m, nil, "", "", nil, nil)
+	last := r.Checks[len(r.Checks)-1]
+	if err := r.Err(); err == nil || last.Name != "first prompt" || last.OK || r.Checks[len(r.Checks)-2].Name == "first prompt" {
+		t.Errorf("template without tool specs: %v\n%s", err, steps(r))
+	}
+}

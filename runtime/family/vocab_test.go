@@ -10,14 +10,30 @@ import (
 	"github.com/agentrt/agentrt/tito"
 )
 
-// vocab returns a set-up model folder (scripts/setup.d) named by an environment variable.
+// vocabDirs are the set-up model folders (scripts/setup.d) the tests use, by environment variable, with the
+// folder under $AGENTRT_CACHE/models that setup gives it.
+var vocabDirs = map[string]string{
+	"AGENTRT_QWEN3_MODEL":       "qwen3",
+	"AGENTRT_LLAMA31_MODEL":     "llama3.1",
+	"AGENTRT_DEEPSEEK_V3_MODEL": "deepseek-v3",
+	"AGENTRT_GEMMA3_MODEL":      "gemma3",
+	"AGENTRT_GPTOSS_MODEL":      "gpt-oss",
+}
+
+// vocab returns a set-up model folder named by an environment variable (else its place in $AGENTRT_CACHE).
 func vocab(t *testing.T, env string) string {
 	t.Helper()
-	dir := os.Getenv(env)
-	if dir == "" {
-		t.Fatalf("$%s is not set: run `make setup` and `source ~/.cache/agentrt/env.sh`", env)
+	if dir := os.Getenv(env); dir != "" {
+		return dir
 	}
-	return dir
+	if cache := os.Getenv("AGENTRT_CACHE"); cache != "" {
+		dir := filepath.Join(cache, "models", vocabDirs[env])
+		if _, err := os.Stat(filepath.Join(dir, tito.FileTokenizer)); err == nil {
+			return dir
+		}
+	}
+	t.Fatalf("$%s is not set: run `make setup` and `source ~/.cache/agentrt/env.sh`", env)
+	return ""
 }
 
 // withTemplate builds a model folder: a real vocabulary (tokenizer.json linked, tokenizer_config.json without
