@@ -204,6 +204,11 @@ func selfTestRound(r *Report, in SelfTestInput, tmpl *tito.ChatTemplate, opts fu
 		r.Checks[len(r.Checks)-1] = Check{Name: "tool call", Detail: fmt.Sprintf("%srender(..., assistant tool call): %v", label, err)}
 		return false
 	}
+	bare, err := tmpl.Render(conv, opts(false))
+	if err != nil {
+		r.Checks[len(r.Checks)-1] = Check{Name: "tool call", Detail: fmt.Sprintf("%srender(...) without a generation prompt: %v", label, err)}
+		return false
+	}
 	start := turnStart(prompt, full)
 	marker := strings.Index(full[start:], rd.marker)
 	if marker < 0 {
@@ -211,6 +216,14 @@ func selfTestRound(r *Report, in SelfTestInput, tmpl *tito.ChatTemplate, opts fu
 		return false
 	}
 	marker += start
+	// A template may write an earlier message differently once more follow (Hermes 3 ends a tool message with
+	// "\n<|im_end|>" before an assistant turn): the turn then starts after the generation prompt's last
+	// occurrence before the call.
+	if header, ok := strings.CutPrefix(prompt, bare); ok && header != "" {
+		if i := strings.LastIndex(full[:marker], header); i >= 0 {
+			start = i + len(header)
+		}
+	}
 	end, cut := turnEnd(full, hist, marker, endOfTurn(in))
 	generated := full[start:end]
 	r.Checks[len(r.Checks)-1].Detail = fmt.Sprintf("%sthe model's turn: %q", label, generated)

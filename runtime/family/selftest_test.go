@@ -71,6 +71,13 @@ func TestSelfTestReferenceFamilies(t *testing.T) {
 				if r.Checks[len(r.Checks)-1].Name != "round trip" {
 					t.Errorf("%s %v: passed without a round trip:\n%s", name, kw, steps(r))
 				}
+				// The model's turn as the self-test found it holds no end of turn (it is one turn).
+				eos := loadRef(t, name).EOSToken
+				for _, c := range r.Checks {
+					if c.Name == "tool call" && eos != "" && strings.Contains(c.Detail, eos) {
+						t.Errorf("%s %v: the model's turn spans an end of turn %q: %s", name, kw, eos, c.Detail)
+					}
+				}
 			}
 		}
 	}
