@@ -2,7 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -32,59 +31,46 @@ var familyE2E = []struct {
 	{"llama3.2", "AGENTRT_LLAMA31_MODEL"},
 }
 
-// familyFolder builds a model folder: the vocabulary (tokenizer.json, tokenizer_config.json without its
-// template) of a set-up model, and the family's reference chat template.
-func familyFolder(t *testing.T, fam, vocabEnv string) string {
+// familyModel is a set-up model (loaded once per vocabulary) with the family's reference chat template in place
+// of its own.
+func familyModel(t, owner *testing.T, loaded map[string]*tito.Model, fam, vocabEnv string) *tito.Model {
 	t.Helper()
-	src := os.Getenv(vocabEnv)
-	if src == "" {
-		t.Fatalf("$%s is not set: run `make setup` and `source ~/.cache/agentrt/env.sh`", vocabEnv)
+	m := loaded[vocabEnv]
+	if m == nil {
+		dir := os.Getenv(vocabEnv)
+		if dir == "" {
+			t.Fatalf("$%s is not set: run `make setup` and `source ~/.cache/agentrt/env.sh`", vocabEnv)
+		}
+		var err error
+		if m, err = tito.LoadModel(dir); err != nil {
+			t.Fatal(err)
+		}
+		loaded[vocabEnv] = m
+		owner.Cleanup(m.Close) // the model outlives the subtest that loads it
 	}
-	dir := t.TempDir()
-	tok, err := os.ReadFile(filepath.Join(src, tito.FileTokenizer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]json.RawMessage
-	data, err := os.ReadFile(filepath.Join(src, tito.FileTokenizerConfig))
-	if err == nil {
-		err = json.Unmarshal(data, &cfg)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	delete(cfg, "chat_template")
-	cfgJSON, _ := json.Marshal(cfg)
 	tmpl, err := os.ReadFile(filepath.Join("family", "testdata", "templates", fam, tito.FileChatTemplate))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, b := range map[string][]byte{tito.FileTokenizer: tok, tito.FileTokenizerConfig: cfgJSON, tito.FileChatTemplate: tmpl} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return dir
+	c := *m // shares the tokenizer
+	c.TemplateSource, c.TemplateFile, c.NamedTemplates = string(tmpl), tito.FileChatTemplate, nil
+	return &c
 }
 
 // TestFamilyEpisodes runs tool-using episodes for each family of familyE2E, with the family detected from the
 // folder and its own parser, against the emulator speaking the family's tool-call format; every trajectory is
 // checked against the emulator's request log (prefix invariant, verbatim responses, logprobs, loss mask).
 func TestFamilyEpisodes(t *testing.T) {
+	loaded, parent := map[string]*tito.Model{}, t
 	for _, fe := range familyE2E {
 		t.Run(fe.family, func(t *testing.T) {
-			dir := familyFolder(t, fe.family, fe.vocabEnv)
-			m, err := tito.LoadModel(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := familyModel(t, parent, loaded, fe.family, fe.vocabEnv)
 			prof, err := family.Lookup(fe.family)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ac := defaultAgent()
-			ac.Model, ac.Parser, ac.Family, ac.ChatTemplateKwargs = dir, "", "", nil
+			ac.Model, ac.Parser, ac.Family, ac.ChatTemplateKwargs = m.Dir, "", "", nil
 			for _, k := range prof.Kwargs {
 				if k.Name == "enable_thinking" {
 					ac.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
