@@ -35,6 +35,8 @@ func TestModelCheck(t *testing.T) {
 			[]string{"family:           qwen2.5 (by family = qwen2.5)", "PASS"}},
 		{"parser override that cannot read the calls", []string{"--model", refTemplates("qwen3"), "--parser", "glm45"}, exitFailure,
 			[]string{"parser:           glm45", "FAIL  round trip            parser glm45 rejected the template's own tool call: missing_name"}},
+		{"parser plugin file", []string{"--model", refTemplates("qwen3"), "--parser", filepath.Join("..", "..", "plugins", "examples", "go-xmltag", "xmltag.wasm")}, exitOK,
+			[]string{"parser: ../../plugins/examples/go-xmltag/xmltag.wasm", "ok round trip round 2: calculator(", "PASS"}},
 		{"misspelt kwarg", []string{"--model", refTemplates("qwen3"), "--set", "enable_thinkng=false"}, exitFailure,
 			[]string{"FAIL  chat_template_kwargs  the chat template never reads enable_thinkng"}},
 	} {
