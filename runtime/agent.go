@@ -61,10 +61,13 @@ type AgentDeps struct {
 	Template  Template
 	// StopIDs are the model's end-of-turn ids; a response that ends with one has it trimmed before parsing.
 	StopIDs []int32
-	Parser  Parser
-	Tools   []ToolBinding
-	Hooks   []HookBinding
-	Reward  *HookBinding
+	// ExtraStopIDs are sent to SGLang as stop_token_ids: the family's end-of-turn tokens that the model folder's
+	// EOS and generation_config.json lack (GLM's <|observation|>, Llama's <|eom_id|>, gpt-oss's <|call|>).
+	ExtraStopIDs []int32
+	Parser       Parser
+	Tools        []ToolBinding
+	Hooks        []HookBinding
+	Reward       *HookBinding
 	// ContextWindow is the effective limit (the config's, or the server's max_model_len).
 	ContextWindow int
 	// Provenance is copied into every trajectory (tokenizer/template sha256, plugin sha256s, ...).
@@ -421,6 +424,7 @@ func (e *episode) samplingParams(maxNew int) sglang.SamplingParams {
 		FrequencyPenalty:  s.FrequencyPenalty,
 		PresencePenalty:   s.PresencePenalty,
 		Stop:              s.Stop,
+		StopTokenIDs:      e.a.d.ExtraStopIDs,
 	}
 	if s.Seed != nil {
 		v := int64(*s.Seed)

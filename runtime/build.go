@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/agentrt/agentrt/parsers"
 	"github.com/agentrt/agentrt/plugins/builtin"
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/plugin"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/tito"
@@ -41,11 +43,22 @@ type BuildEnv struct {
 // grants); the parser is a built-in parser name or a .wasm parser plugin.
 func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, error) {
 	m := env.Model
-	tmpl, err := m.ChatTemplate()
+	fam, err := family.Detect(m, ac.Family)
+	if err != nil {
+		return nil, fmt.Errorf("model %s: %w", ac.Model, err)
+	}
+	tmpl, err := m.ChatTemplate(fam.Profile.TemplateOptions()...)
 	if err != nil {
 		return nil, err
 	}
+	fam, report := CheckFamily(ctx, env.Host, m, tmpl, ac.Family, ac.Parser, ac.ChatTemplateKwargs)
+	if err := report.Err(); err != nil {
+		return nil, fmt.Errorf("model %s (family %s, by %s): %w (run `agentrt model check --model %s` for the whole report)", ac.Model, fam.Profile.Name, fam.By, err, ac.Model)
+	}
+	parser := report.Parser
+	extra := family.StopIDs(m, fam.Profile)
 	prov := map[string]any{
+		ProvFamily:               fam.Profile.Name,
 		tito.ProvModel:           ac.Model,
 		tito.ProvTokenizerSHA256: m.TokenizerSHA256,
 		tito.ProvTemplateSHA256:  m.TemplateSHA256,
@@ -54,6 +67,9 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	plugins := map[string]string{}
 	d := AgentDeps{Generator: env.Generator, Tokenizer: tito.NewPieceCache(m.Tokenizer, 8192), Template: tmpl, StopIDs: m.StopIDs,
 		Provenance: prov, Logger: env.Logger, Gate: env.Gate}
+	// The family's extra stops end a turn too: trimmed before parsing, and sent as stop_token_ids.
+	d.StopIDs = append(slices.Clone(m.StopIDs), extra...)
+	d.ExtraStopIDs = extra
 
 	var specs []abi.ToolSpec
 	for _, pc := range ac.Tools {
@@ -119,26 +135,16 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 		d.Reward = &HookBinding{Plugin: ac.Reward.Plugin, SHA256: sha, Hook: h}
 	}
 
-	var pmod *plugin.Module
-	if strings.HasSuffix(ac.Parser, ".wasm") {
-		pmod, err = loadPlugin(ctx, env.Host, PluginConfig{Plugin: ac.Parser}, specs)
-	} else {
-		cfg, cerr := parsers.WasmConfig(ac.Parser)
-		if cerr != nil {
-			return nil, fmt.Errorf("parser: %w (built-ins: %s; or a parser plugin .wasm file)", cerr, strings.Join(parsers.Names(), ", "))
-		}
-		pmod, err = env.Host.Load(ctx, plugin.Spec{Name: "builtin:parser:" + ac.Parser, Wasm: parsers.Wasm(),
-			Trusted: true, Config: cfg, Tools: specs})
-	}
+	pmod, err := loadParser(ctx, env.Host, parser, specs, 0)
 	if err != nil {
-		return nil, fmt.Errorf("parser %s: %w", ac.Parser, err)
+		return nil, err
 	}
 	p, err := pmod.Parser()
 	if err != nil {
 		return nil, err
 	}
-	d.Parser = parserAdapter{p, ac.Parser, env.PluginCall}
-	plugins["parser:"+ac.Parser] = pmod.SHA256()
+	d.Parser = parserAdapter{p, parser, env.PluginCall}
+	plugins["parser:"+parser] = pmod.SHA256()
 	prov[tito.ProvPlugins] = plugins
 
 	d.ContextWindow = ac.ContextWindow
@@ -155,6 +161,84 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 		d.ContextWindow = n
 	}
 	return NewAgent(ac, d)
+}
+
+// ProvFamily is the provenance key of the model family an agent ran as.
+const ProvFamily = "family"
+
+// loadParser loads a built-in parser by name, or a parser plugin (.wasm), given the tool specs; pool is the number
+// of built-in instances (0: the host's default).
+func loadParser(ctx context.Context, host *plugin.Host, name string, specs []abi.ToolSpec, pool int) (*plugin.Module, error) {
+	var mod *plugin.Module
+	var err error
+	if strings.HasSuffix(name, ".wasm") {
+		mod, err = loadPlugin(ctx, host, PluginConfig{Plugin: name}, specs)
+	} else {
+		cfg, cerr := parsers.WasmConfig(name)
+		if cerr != nil {
+			return nil, fmt.Errorf("parser: %w (built-ins: %s; or a parser plugin .wasm file)", cerr, strings.Join(parsers.Names(), ", "))
+		}
+		mod, err = host.Load(ctx, plugin.Spec{Name: "builtin:parser:" + name, Wasm: parsers.Wasm(), Trusted: true, Config: cfg, Tools: specs, PoolSize: pool})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("parser %s: %w", name, err)
+	}
+	return mod, nil
+}
+
+// CheckFamily runs the family self-test of a model as BuildAgent does before it builds an agent (which does not
+// start when the report has a failure): the family (familyName, else detected from the folder), the parser
+// (parser, else the family's; built-in or a .wasm plugin, run through the plugin host), the agent's
+// chat_template_kwargs. tmpl may be nil (the model's template is parsed).
+func CheckFamily(ctx context.Context, host *plugin.Host, m *tito.Model, tmpl *tito.ChatTemplate, familyName, parser string, kwargs map[string]any) (family.Detection, *family.Report) {
+	load := func(name string) (family.ParseFunc, func(), error) {
+		mod, err := loadParser(ctx, host, name, selfTestSpecs(), 1)
+		if err != nil {
+			return nil, nil, err
+		}
+		release := func() { mod.Close(context.WithoutCancel(ctx)) }
+		p, err := mod.Parser()
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		return hostParse(ctx, p), release, nil
+	}
+	return family.CheckModel(m, tmpl, familyName, parser, kwargs, load)
+}
+
+// selfTestSpecs are the family self-test's tool specs, as the plugin host takes them.
+func selfTestSpecs() []abi.ToolSpec {
+	var specs []abi.ToolSpec
+	for _, raw := range family.Tools() {
+		var t struct {
+			Function abi.ToolSpec `json:"function"`
+		}
+		if err := json.Unmarshal(raw, &t); err != nil {
+			panic("runtime: family.Tools() is not OpenAI tool JSON: " + err.Error()) // a bug, not input
+		}
+		specs = append(specs, t.Function)
+	}
+	return specs
+}
+
+// hostParse adapts a parser plugin to the self-test.
+func hostParse(ctx context.Context, p *plugin.Parser) family.ParseFunc {
+	return func(text string) ([]family.Call, []string, error) {
+		r, err := p.Parse(ctx, text)
+		if err != nil {
+			return nil, nil, err
+		}
+		var calls []family.Call
+		for _, c := range r.Calls {
+			calls = append(calls, family.Call{Name: c.Name, Arguments: json.RawMessage(c.Arguments)})
+		}
+		var rejected []string
+		for _, e := range r.Errors {
+			rejected = append(rejected, fmt.Sprintf("%s: %s (raw %q)", e.Reason, e.Message, e.Raw))
+		}
+		return calls, rejected, nil
+	}
 }
 
 // loadPlugin loads a plugin reference ("builtin:NAME" or a .wasm file) with its config, limits and grants.

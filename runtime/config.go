@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
@@ -62,7 +63,12 @@ type AgentConfig struct {
 	Name string `toml:"name"`
 	// Model is a Hugging Face model folder (tokenizer.json, tokenizer_config.json, chat template).
 	Model string `toml:"model"`
-	// Parser names a built-in tool-call parser (hermes, qwen3_coder, llama3, glm45, kimi_k2, deepseekv3, deepseekv31, minimax-m2, mistral, seed_oss) or a parser plugin file.
+	// Family names the model family (runtime/family's table: qwen3, llama3.1, glm-4.6, ...); "" detects it from
+	// the model folder's chat template and special tokens.
+	Family string `toml:"family"`
+	// Parser names a built-in tool-call parser (hermes, qwen3_coder, llama3, glm45,
+	// kimi_k2, deepseekv3, deepseekv31, minimax-m2, mistral, seed_oss) or a parser
+	// plugin file; "" uses the family's parser.
 	Parser       string `toml:"parser"`
 	SystemPrompt string `toml:"system_prompt"`
 	// Sampling are SGLang sampling params; max_new_tokens is always sent.
@@ -235,7 +241,6 @@ func (c *Config) UsesEmulator() bool {
 // DefaultAgent returns the defaults each [[agent]] table is decoded over.
 func DefaultAgent() AgentConfig {
 	return AgentConfig{
-		Parser:      "hermes",
 		Sampling:    Sampling{MaxNewTokens: 1024},
 		ToolTimeout: Duration{30 * time.Second},
 		ParseErrors: "feedback",
@@ -283,6 +288,11 @@ func (c *Config) Validate() error {
 		names[a.Name] = true
 		if a.Model == "" {
 			return &FieldError{"agent.model", fmt.Sprintf("agent %q: model folder is required", a.Name)}
+		}
+		if a.Family != "" {
+			if _, err := family.Lookup(a.Family); err != nil {
+				return &FieldError{"agent.family", fmt.Sprintf("agent %q: %s", a.Name, strings.TrimPrefix(err.Error(), "family: "))}
+			}
 		}
 		if a.Sampling.MaxNewTokens <= 0 {
 			return &FieldError{"agent.sampling.max_new_tokens", fmt.Sprintf("agent %q: must be > 0", a.Name)}

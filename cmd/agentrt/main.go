@@ -43,6 +43,7 @@ func commands() map[string]command {
 		"template": {"render a model's chat template for a conversation", runTemplate},
 		"parse":    {"parse a completion's tool calls with a built-in parser", runParse},
 		"plugin":   {"inspect or test a Wasm plugin", runPlugin},
+		"model":    {"check a model folder: its family profile and self-test (or list the families)", runModel},
 		"version":  {"print the version, Go version, commit and embedded plugin hashes", runVersion},
 	}
 }

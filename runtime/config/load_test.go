@@ -35,8 +35,8 @@ func TestParseGood(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := cfg.Agents[0]
-	if a.Parser != "hermes" || a.ParseErrors != "feedback" {
-		t.Errorf("agent defaults not applied: parser %q, parse_errors %q", a.Parser, a.ParseErrors)
+	if a.Parser != "" || a.Family != "" || a.ParseErrors != "feedback" {
+		t.Errorf("agent defaults not applied: parser %q (want \"\": the family's), family %q (want \"\": detected), parse_errors %q", a.Parser, a.Family, a.ParseErrors)
 	}
 	if a.Sampling.MaxNewTokens != 512 || *a.Sampling.Temperature != 0.7 {
 		t.Errorf("sampling = %+v", a.Sampling)
@@ -74,6 +74,7 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"bad worker URL", strings.Replace(good, "http://127.0.0.1:30000", "ftp://127.0.0.1:30000", 1), 3, "sglang.workers", "must start with http://"},
 		{"emulator among workers", strings.Replace(good, `"http://127.0.0.1:30000"`, `"emulator", "http://h:1"`, 1), 3, "sglang.workers", "must be the only worker"},
 		{"bad policy", strings.Replace(good, `tool_timeout = "5s"`, `parse_errors = "ignore"`, 1), 10, "agent.parse_errors", "not a policy"},
+		{"unknown family", strings.Replace(good, `tool_timeout = "5s"`, `family = "qwen9"`, 1), 10, "agent.family", `unknown model family "qwen9" (known: qwen3, `},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,0 +1,207 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/plugin"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// runModel dispatches `agentrt model check|families`.
+func runModel(ctx context.Context, args []string, io stdio) int {
+	usage := func() {
+		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--set key=value ...]")
+		fmt.Fprintln(io.err, "       agentrt model families")
+		fmt.Fprintln(io.err, "\ncheck prints the model family's profile and runs its self-test (what an agent runs before it starts);")
+		fmt.Fprintln(io.err, "families lists the known families, their parsers and whether they can run agents.")
+	}
+	if len(args) == 0 {
+		usage()
+		return exitUsage
+	}
+	switch args[0] {
+	case "check":
+		return runModelCheck(ctx, args[1:], io)
+	case "families":
+		if len(args) > 1 {
+			fmt.Fprintf(io.err, "agentrt model families: unexpected argument %q\n", args[1])
+			return exitUsage
+		}
+		printFamilies(io.out)
+		return exitOK
+	case "-h", "--help", "help":
+		usage()
+		return exitOK
+	}
+	fmt.Fprintf(io.err, "agentrt model: unknown subcommand %q\n", args[0])
+	usage()
+	return exitUsage
+}
+
+func runModelCheck(ctx context.Context, args []string, io stdio) int {
+	fs := flag.NewFlagSet("agentrt model check", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	model := fs.String("model", "", "Hugging Face model folder (tokenizer_config.json and a chat template; tokenizer.json if present)")
+	fam := fs.String("family", "", "the model family (default: detected from the folder): "+strings.Join(family.Names(), ", "))
+	parser := fs.String("parser", "", "tool-call parser: a built-in name or a parser plugin .wasm (default: the family's)")
+	cacheDir := fs.String("cache-dir", defaultWasmCacheDir(), "wazero compilation cache directory (\"\" for none)")
+	kwargs := setFlags{}
+	fs.Var(kwargs, "set", "chat_template_kwargs key=value (repeatable), as the agent sets them; the value is JSON when it parses")
+	fs.Usage = func() {
+		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--set key=value ...]")
+		fmt.Fprintln(io.err, "\nPrints the model family's profile and runs the self-test that every agent runs before it starts:")
+		fmt.Fprintln(io.err, "render a tool conversation, check that the delta after a tool call equals the full render's tail,")
+		fmt.Fprintln(io.err, "and read the rendered tool call back with the parser. Exit status 0 when it passes, 1 when not.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *model == "" || fs.NArg() > 0 {
+		fmt.Fprintln(io.err, "agentrt model check: --model is required, and no positional arguments")
+		fs.Usage()
+		return exitUsage
+	}
+	if *fam != "" {
+		if _, err := family.Lookup(*fam); err != nil {
+			fmt.Fprintf(io.err, "agentrt model check: --family: %v\n", err)
+			return exitUsage
+		}
+	}
+	m, err := loadForCheck(*model)
+	if err != nil {
+		fmt.Fprintf(io.err, "agentrt model check: %v\n", err)
+		return exitStartup
+	}
+	if m.Tokenizer != nil {
+		defer m.Close()
+	}
+	host, err := plugin.NewHost(ctx, plugin.Config{CacheDir: *cacheDir})
+	if err != nil {
+		fmt.Fprintf(io.err, "agentrt model check: %v\n", err)
+		return exitStartup
+	}
+	defer host.Close(context.WithoutCancel(ctx))
+	var kw map[string]any
+	if len(kwargs) > 0 {
+		kw = kwargs
+	}
+	d, report := runtime.CheckFamily(ctx, host, m, nil, *fam, *parser, kw)
+	printCheck(io.out, m, d, report)
+	if err := report.Err(); err != nil {
+		fmt.Fprintf(io.out, "\nFAIL: agents of this model do not start: %v\n", err)
+		return exitFailure
+	}
+	fmt.Fprintln(io.out, "\nPASS: agents of this model can start")
+	return exitOK
+}
+
+// loadForCheck loads a model folder with its tokenizer when it has one, else only its template and config.
+func loadForCheck(dir string) (*tito.Model, error) {
+	if _, err := os.Stat(filepath.Join(dir, tito.FileTokenizer)); err == nil {
+		return tito.LoadModel(dir)
+	}
+	return tito.LoadModelTemplate(dir)
+}
+
+func printCheck(w io.Writer, m *tito.Model, d family.Detection, r *family.Report) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	tok := "yes"
+	if m.Tokenizer == nil {
+		tok = "no (" + tito.FileTokenizer + " absent: stop tokens are not looked up)"
+	}
+	fmt.Fprintf(tw, "model:\t%s\n", m.Dir)
+	fmt.Fprintf(tw, "template:\t%s (sha256 %s)\n", orDash(m.TemplateFile), short(m.TemplateSHA256))
+	fmt.Fprintf(tw, "tokenizer:\t%s\n", tok)
+	if p := d.Profile; p != nil {
+		fmt.Fprintf(tw, "family:\t%s (by %s)\n", p.Name, d.By)
+		if len(d.Others) > 0 {
+			fmt.Fprintf(tw, "also matched:\t%s\n", strings.Join(d.Others, ", "))
+		}
+		fmt.Fprintf(tw, "models:\t%s\n", p.Models)
+		fmt.Fprintf(tw, "parser:\t%s\n", orDash(r.Parser))
+		fmt.Fprintf(tw, "reasoning:\t%s\n", p.Reasoning)
+		fmt.Fprintf(tw, "end of turn:\t%s\n", endOfTurnRule(m, p))
+		for i, k := range p.Kwargs {
+			label := ""
+			if i == 0 {
+				label = "template kwargs:"
+			}
+			fmt.Fprintf(tw, "%s\t%s: %s\n", label, k.Name, k.Effect)
+		}
+		if why := p.Why(); why != "" {
+			fmt.Fprintf(tw, "unsupported:\t%s\n", why)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nself-test:")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range r.Checks {
+		mark := "ok"
+		if !c.OK {
+			mark = "FAIL"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", mark, c.Name, c.Detail)
+	}
+	tw.Flush()
+}
+
+func endOfTurnRule(m *tito.Model, p *family.Profile) string {
+	stops := append([]string{m.EOSToken}, p.Stops...)
+	s := strings.Join(quoteAll(stops), ", ")
+	if p.StopBeginsNext {
+		return s + "; the stop token begins the next message (the template writes none after an assistant turn)"
+	}
+	return s
+}
+
+func printFamilies(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FAMILY\tPARSER\tREASONING\tEXTRA STOPS\tSTATUS")
+	for i := range family.Profiles {
+		p := &family.Profiles[i]
+		status := "parser built in"
+		if why := p.Why(); why != "" {
+			status = "refused: " + why
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, orDash(p.Parser), p.Reasoning, orDash(strings.Join(p.Stops, " ")), status)
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\nA family with a built-in parser still has to pass the self-test on the model's own template:")
+	fmt.Fprintln(w, "`agentrt model check --model DIR` runs it (every agent runs it before it starts).")
+}
+
+func quoteAll(s []string) []string {
+	out := make([]string, len(s))
+	for i, x := range s {
+		out[i] = fmt.Sprintf("%q", x)
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return orDash(s)
+}
