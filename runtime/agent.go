@@ -363,14 +363,15 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 		OutputIDs:       resp.OutputIDs,
 		OutputLogprobs:  outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
 		Turn: tito.TurnInfo{
-			Server:        resp.Server,
-			RID:           resp.MetaInfo.ID,
-			WeightVersion: resp.MetaInfo.WeightVersion,
-			CachedTokens:  resp.MetaInfo.CachedTokens,
-			PromptTokens:  resp.MetaInfo.PromptTokens,
-			FinishReason:  finishString(fr),
-			LatencyMS:     millis(done.Sub(t0)),
-			OverheadMS:    millis(own + resp.ClientTime),
+			Server:         resp.Server,
+			RID:            resp.MetaInfo.ID,
+			WeightVersion:  resp.MetaInfo.WeightVersion,
+			WeightVersions: weightSpans(resp.MetaInfo.WeightVersions),
+			CachedTokens:   resp.MetaInfo.CachedTokens,
+			PromptTokens:   resp.MetaInfo.PromptTokens,
+			FinishReason:   finishString(fr),
+			LatencyMS:      millis(done.Sub(t0)),
+			OverheadMS:     millis(own + resp.ClientTime),
 		},
 	}
 	if err := e.traj.AppendResponse(out); err != nil {
@@ -814,4 +815,16 @@ func finishString(fr *sglang.FinishReason) string {
 		return ""
 	}
 	return fr.Type
+}
+
+// weightSpans copies SGLang's per-version output spans into the trajectory's own type.
+func weightSpans(in []sglang.WeightSpan) []tito.WeightSpan {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]tito.WeightSpan, len(in))
+	for i, w := range in {
+		out[i] = tito.WeightSpan{Version: w.Version, Start: w.Start, End: w.End}
+	}
+	return out
 }

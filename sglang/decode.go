@@ -48,6 +48,8 @@ func (s *scanner) metaInfo(m *MetaInfo) bool {
 			return s.stringInto(&m.ID)
 		case "weight_version":
 			return s.stringInto(&m.WeightVersion)
+		case "weight_versions":
+			return s.delegate(&m.WeightVersions)
 		case "prompt_tokens":
 			return s.intInto(&m.PromptTokens)
 		case "completion_tokens":
@@ -83,7 +85,7 @@ func (s *scanner) metaInfo(m *MetaInfo) bool {
 	})
 }
 
-var metaInfoKeys = []string{"id", "weight_version", "prompt_tokens", "completion_tokens", "cached_tokens",
+var metaInfoKeys = []string{"id", "weight_version", "weight_versions", "prompt_tokens", "completion_tokens", "cached_tokens",
 	"reasoning_tokens", "num_retractions", "output_token_logprobs_length", "e2e_latency",
 	"response_sent_to_client_ts", "output_token_logprobs", "input_token_logprobs", "finish_reason",
 	"input_top_logprobs", "output_top_logprobs", "cached_tokens_details", "dp_rank"}

@@ -108,3 +108,18 @@ func BenchmarkDecodeResponse(b *testing.B) {
 		}
 	})
 }
+
+// A turn generated across a weight update carries two spans (the meta_info.weight_versions shape slime reads).
+func TestDecodeWeightVersionSpans(t *testing.T) {
+	body := []byte(`{"text":"ab","output_ids":[1,2,3],"meta_info":{"id":"r","finish_reason":{"type":"stop"},` +
+		`"weight_version":"8","weight_versions":[{"version":"7","start":0,"end":2},{"version":"8","start":2,"end":3}]}}`)
+	checkFastDecode(t, body)
+	resp, err := decodeGenerateResponse(body, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []WeightSpan{{Version: "7", Start: 0, End: 2}, {Version: "8", Start: 2, End: 3}}
+	if got := resp.MetaInfo.WeightVersions; len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("weight_versions = %+v, want %+v", got, want)
+	}
+}
