@@ -13,8 +13,8 @@ check applies to both. For every trajectory it verifies:
   prefix      consequently each request of an episode extends the previous request + its output, and the final
               trajectory is the last request's input_ids + output_ids; every logged /generate request is claimed
               by exactly one trajectory turn (no hidden retries or lost turns);
-  logprobs    the first prompt's logprobs are null (turn 0 asks for none) and every other position equals the
-              emulator's scoring function
+  logprobs    logprobs[0] is null, the first prompt's are all null (agentrt asks for none on turn 0) or all
+              real, and every other position equals the emulator's scoring function
               Logprob(traj[max(0,p-3):p], traj[p]) (sglang/emulator/logprob.go), bit for bit.
 
 It also reports per-turn client overhead (time from the emulator sending turn t's response to receiving turn
@@ -121,10 +121,15 @@ def check_one(t, index, used):
         raise ValueError(f"loss_mask[{p}] = {mask[p]}, segments say {want_mask[p]}")
     if responses[-1][0] + responses[-1][1] != len(ids):
         raise ValueError("trajectory does not end with a response (final trajectory != last input_ids + output_ids)")
-    first = responses[0][0]  # the first prompt: no logprobs (logprob_start_len -1 keeps SGLang's radix match)
-    if any(x is not None for x in lps[:first]):
-        raise ValueError(f"logprobs[:{first}] (the first prompt) are {lps[:first]!r}, want null")
-    for p in range(first, len(ids)):
+    if lps[0] is not None:
+        raise ValueError(f"logprobs[0] = {lps[0]!r}, want null")
+    # agentrt asks for no logprobs of the first prompt (logprob_start_len -1 keeps SGLang's radix match), so
+    # they are null; a system that asks for them must have the real ones.
+    first = responses[0][0]
+    firstnull = all(x is None for x in lps[1:first])
+    for p in range(1, len(ids)):
+        if p < first and firstnull:
+            continue
         want = logprob(ids[max(0, p - 3):p], ids[p])
         if lps[p] != want:
             raise ValueError(f"logprobs[{p}] = {lps[p]!r}, the emulator's scoring function gives {want!r}")
