@@ -104,6 +104,9 @@ func (s *Service) decode(req stream.RolloutRequest) (*decoded, error) {
 		if err := dec.Decode(&sp); err != nil {
 			return nil, fmt.Errorf("sampling: %w", err)
 		}
+		if err := sp.Validate(); err != nil {
+			return nil, fmt.Errorf("sampling: %w", err)
+		}
 		d.sampling = &sp
 	}
 	for i, it := range req.Items {

@@ -118,6 +118,16 @@ func TestSGLangContract(t *testing.T) {
 
 	path := filepath.Join(t.TempDir(), "exchanges.jsonl")
 	rec.write(t, path)
+	// Our list of SGLang's sampling params, for the validator to compare with api_types.SamplingParams.
+	names, _ := json.Marshal(map[string]any{"sampling_param_names": sglang.SamplingParamNames})
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(append(names, '\n')); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 	cmd := exec.Command(py, filepath.Join("testdata", "contract", "validate.py"), path)
 	out, err := cmd.CombinedOutput()
 	t.Logf("validate.py:\n%s", out)

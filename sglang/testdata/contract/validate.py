@@ -1,7 +1,8 @@
 """Judges recorded HTTP exchanges between agentrt's SGLang client and its emulator with SGLang's own code.
 
 Usage: validate.py EXCHANGES.jsonl   (written by sglang/contract_test.go; one exchange per line:
-name, method, path, request, status, content_type, response)
+name, method, path, request, status, content_type, response; and one line {"sampling_param_names": [...]},
+agentrt's list of SGLang's sampling params, which must equal api_types.SamplingParams' fields)
 
 The judges are SGLang 0.5.23's, from PyPI `sglang==0.5.23 --no-deps` (scripts/setup.d/35-sglang-types.sh):
   - sglang/api/v1/api_types.py, the generated /generate contract that SGLang's http_server checks every body
@@ -284,6 +285,12 @@ def main() -> int:
     with open(sys.argv[1], encoding="utf-8") as f:
         for line in f:
             ex = json.loads(line)
+            if "sampling_param_names" in ex:
+                # sglang.SamplingParamNames: what agentrt accepts and forwards must be exactly SGLang's set.
+                ours, theirs = ex["sampling_param_names"], list(api.SamplingParams.__struct_fields__)
+                if ours != theirs:
+                    errors.append(f"sglang.SamplingParamNames {ours} != api_types.SamplingParams fields {theirs}")
+                continue
             n += 1
             paths[ex["path"]] = paths.get(ex["path"], 0) + 1
             check(ex)
