@@ -40,6 +40,9 @@ type ServerConfig struct {
 	ShutdownGrace Duration `toml:"shutdown_grace"`
 	// Concurrency is the number of episodes run at once.
 	Concurrency int `toml:"concurrency"`
+	// WeightVersionWarnAfter: when a consumer's trajectories keep one weight_version this long (over two or more
+	// requests), serve warns that the SGLang server is probably not the one the trainer updates; 0 disables it.
+	WeightVersionWarnAfter Duration `toml:"weight_version_warn_after"`
 }
 
 // EmulatorConfig configures the built-in SGLang emulator, started in-process when sglang.workers = ["emulator"].
@@ -171,12 +174,13 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.Strin
 func DefaultConfig() Config {
 	return Config{
 		Server: ServerConfig{
-			Addr:                 "127.0.0.1:8080",
-			SpoolDir:             "spool",
-			SpoolMaxTrajectories: 100000,
-			MaxMessageBytes:      16 << 20,
-			ShutdownGrace:        Duration{30 * time.Second},
-			Concurrency:          256,
+			Addr:                   "127.0.0.1:8080",
+			SpoolDir:               "spool",
+			SpoolMaxTrajectories:   100000,
+			MaxMessageBytes:        16 << 20,
+			ShutdownGrace:          Duration{30 * time.Second},
+			Concurrency:            256,
+			WeightVersionWarnAfter: Duration{30 * time.Minute},
 		},
 		SGLang:   defaultSGLang(),
 		Emulator: EmulatorConfig{Config: emulator.DefaultConfig()},

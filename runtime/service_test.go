@@ -3,6 +3,7 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -225,5 +226,24 @@ func TestServiceForwardsSlimeSamplingParams(t *testing.T) {
 	}
 	if calls == 0 {
 		t.Fatal("no /generate request was logged")
+	}
+}
+
+// TestServiceWarnsStaleWeights: two requests of one consumer whose trajectories carry one weight_version past
+// the threshold (1ns here) make serve warn and count the consumer as stale.
+func TestServiceWarnsStaleWeights(t *testing.T) {
+	svc, _, _ := newService(t, emulator.DefaultConfig())
+	var logs syncBuffer
+	svc.WarnStaleWeights(time.Nanosecond, slog.New(slog.NewTextHandler(&logs, nil)))
+	for _, id := range []string{"s1", "s2"} {
+		if err := svc.Run(context.Background(), request(id, 1, "What is 2*21?"), &emitter{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs.mu.Lock()
+	text := logs.b.String()
+	logs.mu.Unlock()
+	if n := svc.StaleWeightConsumers(); n != 1 || !strings.Contains(text, "weight_version has not changed") {
+		t.Errorf("stale consumers %d, log:\n%s", n, text)
 	}
 }
