@@ -64,7 +64,7 @@ func (w *weightWatch) observe(consumer, requestID string, t *tito.Trajectory) {
 		r.warned = true
 		w.log.Warn("weight_version has not changed across this consumer's rollouts: the SGLang server agentrt uses "+
 			"is probably not the one the trainer updates, so training is off-policy (point [sglang] at the trainer's "+
-			"router or gateway; see docs/slime.md)", "consumer", consumer, "weight_version", version,
+			"router or gateway: examples/math-python/README.md, \"Where agentrt sends /generate\")", "consumer", consumer, "weight_version", version,
 			"since", r.since.UTC().Format(time.RFC3339), "trajectories", r.trajectories)
 	}
 }
