@@ -144,7 +144,8 @@ func allSamplingParams() sglang.SamplingParams {
 		Stop: []string{"\n\n"}, StopTokenIDs: []int32{151643}, IgnoreEOS: false, SkipSpecialTokens: new(false),
 		SpacesBetweenSpecialTokens: new(true), NoStopTrim: true, SamplingSeed: new(int64(7)),
 		Extra: map[string]any{"stop_regex": []string{"^$"}, "logit_bias": map[string]float64{"9707": 0.5},
-			"stream_interval": 4, "custom_params": map[string]any{"k": 1}},
+			"stream_interval": 4, "custom_params": map[string]any{"k": 1}, "n": 1, "watermark": map[string]any{"enabled": false},
+			"choice": []string{}},
 	}
 }
 

@@ -277,6 +277,8 @@ func TestValidateViolations(t *testing.T) {
 		{"null in the middle", func(tr *Trajectory) { tr.Logprobs[5] = math.NaN() }, ErrLogprobs, "logprob is NaN"},
 		{"infinite", func(tr *Trajectory) { tr.Logprobs[3] = math.Inf(-1) }, ErrLogprobs, "logprob is -Inf"},
 		{"null response logprob at the end", func(tr *Trajectory) { tr.Logprobs[8] = math.NaN() }, ErrLogprobs, "logprob is NaN"},
+		{"first prompt partly null", func(tr *Trajectory) { tr.Logprobs[2] = -1 }, ErrLogprobs, "a token of the first prompt has logprob -1"},
+		{"first prompt with logprobs, one null", func(tr *Trajectory) { tr.Logprobs[1] = -1 }, ErrLogprobs, "logprob is NaN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -291,6 +293,12 @@ func TestValidateViolations(t *testing.T) {
 			}
 		})
 	}
+	t.Run("first prompt with logprobs from token 1 (trajectories from before logprob_start_len -1)", func(t *testing.T) {
+		tr := trTwoTurns(t)
+		mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{8, 9})))
+		tr.Logprobs[1], tr.Logprobs[2] = -1, -2
+		mustNoErr(t, tr.Validate())
+	})
 	t.Run("unsent trailing prompt with a value", func(t *testing.T) {
 		tr := trTwoTurns(t)
 		mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{8})))
