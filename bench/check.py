@@ -19,7 +19,8 @@ check applies to both. For every trajectory it verifies:
 
 It also reports per-turn client overhead (time from the emulator sending turn t's response to receiving turn
 t+1's request of the same episode, from the log's sent_ns/recv_ns) and, with --compare, whether two trajectory
-files hold identical (token_ids, loss_mask, logprobs) per id.
+files hold identical (token_ids, loss_mask, logprobs) per id (the first prompt's logprobs left out: agentrt asks
+for none).
 
 usage: check.py --log EMU_LOG --trajs FILE [--compare OTHER_FILE] [--system NAME]
 Prints one JSON object; exit status 1 if any check fails (the first few failures are listed).
@@ -192,16 +193,21 @@ def main():
         failures.append(f"{unclaimed} logged /generate requests belong to no trajectory turn")
     same = None
     if a.compare:
+        def key(t):
+            # agentrt asks for no logprobs of the first prompt (strands-sglang does): compare from the first response
+            first = normalise(t)[0][0][0] if normalise(t)[0] else 0
+            return (t["token_ids"], t["loss_mask"], [None] * first + list(t["logprobs"][first:]))
+
         other = {}
         for line in open(a.compare):
             if line.strip():
                 o = json.loads(line)
-                other[o["id"]] = (o["token_ids"], o["loss_mask"], o["logprobs"])
+                other[o["id"]] = key(o)
         same = 0
         for line in open(a.trajs):
             if line.strip():
                 t = json.loads(line)
-                if other.get(t["id"]) == (t["token_ids"], t["loss_mask"], t["logprobs"]):
+                if other.get(t["id"]) == key(t):
                     same += 1
     res = {"system": a.system, "ok": not failures, "trajectories": n, "status": dict(status), "turns": turns,
            "logged_requests": logged, "failures": len(failures), "first_failures": failures[:5],
