@@ -31,8 +31,9 @@ import json, sys
 for i in range(int(sys.argv[1])):
     print(json.dumps({"id": f"g{i:03d}", "prompt": f"What is {17 * i + 23} * {i + 11}?", "n": int(sys.argv[2])}))
 PY
+# weight_version_warn_after is dropped so that binaries from before it (the "before" figure) read the file too.
 sed -e "s|^workers = .*|workers = [\"$url\"]|" -e "s|^spool_dir = .*|spool_dir = \"$work/spool\"|" \
-  "$root/runtime.toml" > "$work/runtime.toml"
+  -e "/^weight_version_warn_after/,+1d" "$root/runtime.toml" > "$work/runtime.toml"
 sed -i "s|^model = \"~/.cache/agentrt/models/qwen3\"|model = \"$model\"|" "$work/runtime.toml"
 "$bin" run "$work/runtime.toml" --prompts "$work/prompts.jsonl" --out "$work/out.jsonl" --concurrency "$conc" --quiet >&2
 python3 "$here/prefix_cache.py" "$work/out.jsonl"
