@@ -40,7 +40,7 @@ type Sampling struct {
 	StreamInterval             *int               `toml:"stream_interval" json:"stream_interval,omitempty"`
 	LogitBias                  map[string]float64 `toml:"logit_bias" json:"logit_bias,omitempty"`
 	SamplingSeed               *int64             `toml:"sampling_seed" json:"sampling_seed,omitempty"`
-	CustomParams               any                `toml:"custom_params" json:"custom_params,omitempty"`
+	CustomParams               map[string]any     `toml:"custom_params" json:"custom_params,omitempty"`
 	BeamWidth                  *int               `toml:"beam_width" json:"beam_width,omitempty"`
 	Watermark                  map[string]any     `toml:"watermark" json:"watermark,omitempty"`
 	Choice                     []string           `toml:"choice" json:"choice,omitempty"`
