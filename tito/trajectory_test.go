@@ -467,7 +467,11 @@ func FuzzTrajectory(f *testing.F) {
 					case 0:
 						r.InputIDs[arg%len(r.InputIDs)]++
 					case 1:
-						r.InputLogprobs = r.InputLogprobs[:len(r.InputLogprobs)-1]
+						if len(r.InputLogprobs) == 0 { // the first call asks for none: one is a corruption too
+							r.InputLogprobs = []*float64{nil}
+						} else {
+							r.InputLogprobs = r.InputLogprobs[:len(r.InputLogprobs)-1]
+						}
 					case 2:
 						r.OutputLogprobs = r.OutputLogprobs[1:]
 					case 3:
