@@ -13,12 +13,14 @@ check applies to both. For every trajectory it verifies:
   prefix      consequently each request of an episode extends the previous request + its output, and the final
               trajectory is the last request's input_ids + output_ids; every logged /generate request is claimed
               by exactly one trajectory turn (no hidden retries or lost turns);
-  logprobs    logprobs[0] is null and every other position equals the emulator's scoring function
+  logprobs    logprobs[0] is null, the first prompt's are all null (agentrt asks for none on turn 0) or all
+              real, and every other position equals the emulator's scoring function
               Logprob(traj[max(0,p-3):p], traj[p]) (sglang/emulator/logprob.go), bit for bit.
 
 It also reports per-turn client overhead (time from the emulator sending turn t's response to receiving turn
 t+1's request of the same episode, from the log's sent_ns/recv_ns) and, with --compare, whether two trajectory
-files hold identical (token_ids, loss_mask, logprobs) per id.
+files hold identical (token_ids, loss_mask, logprobs) per id (the first prompt's logprobs left out: agentrt asks
+for none).
 
 usage: check.py --log EMU_LOG --trajs FILE [--compare OTHER_FILE] [--system NAME]
 Prints one JSON object; exit status 1 if any check fails (the first few failures are listed).
@@ -122,7 +124,13 @@ def check_one(t, index, used):
         raise ValueError("trajectory does not end with a response (final trajectory != last input_ids + output_ids)")
     if lps[0] is not None:
         raise ValueError(f"logprobs[0] = {lps[0]!r}, want null")
+    # agentrt asks for no logprobs of the first prompt (logprob_start_len -1 keeps SGLang's radix match), so
+    # they are null; a system that asks for them must have the real ones.
+    first = responses[0][0]
+    firstnull = all(x is None for x in lps[1:first])
     for p in range(1, len(ids)):
+        if p < first and firstnull:
+            continue
         want = logprob(ids[max(0, p - 3):p], ids[p])
         if lps[p] != want:
             raise ValueError(f"logprobs[{p}] = {lps[p]!r}, the emulator's scoring function gives {want!r}")
@@ -185,16 +193,21 @@ def main():
         failures.append(f"{unclaimed} logged /generate requests belong to no trajectory turn")
     same = None
     if a.compare:
+        def key(t):
+            # agentrt asks for no logprobs of the first prompt (strands-sglang does): compare from the first response
+            first = normalise(t)[0][0][0] if normalise(t)[0] else 0
+            return (t["token_ids"], t["loss_mask"], [None] * first + list(t["logprobs"][first:]))
+
         other = {}
         for line in open(a.compare):
             if line.strip():
                 o = json.loads(line)
-                other[o["id"]] = (o["token_ids"], o["loss_mask"], o["logprobs"])
+                other[o["id"]] = key(o)
         same = 0
         for line in open(a.trajs):
             if line.strip():
                 t = json.loads(line)
-                if other.get(t["id"]) == (t["token_ids"], t["loss_mask"], t["logprobs"]):
+                if other.get(t["id"]) == key(t):
                     same += 1
     res = {"system": a.system, "ok": not failures, "trajectories": n, "status": dict(status), "turns": turns,
            "logged_requests": logged, "failures": len(failures), "first_failures": failures[:5],

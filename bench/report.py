@@ -207,7 +207,7 @@ def main():
              "emulator sending a turn's response to receiving the same episode's next request (client decode, "
              "parse, hooks, tool, template, tokenization, HTTP; on two shared cores it includes waiting for a core). "
              "\"identical trajectories\": strands-sglang's token_ids, loss_mask and logprobs equal agentrt's for "
-             "the same episode id. agentrt runs with `--cpuprofile` on (100 Hz sampling; its cost is counted "
+             "the same episode id (but the first prompt's logprobs, which agentrt does not ask for). agentrt runs with `--cpuprofile` on (100 Hz sampling; its cost is counted "
              "against agentrt). strands-sglang is one Python process (asyncio), as its README runs it.")
     L.append("")
 

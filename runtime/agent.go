@@ -414,24 +414,7 @@ func (e *episode) generateFailed(ctx context.Context, err error) {
 }
 
 func (e *episode) samplingParams(maxNew int) sglang.SamplingParams {
-	s := e.sampling
-	p := sglang.SamplingParams{
-		MaxNewTokens:      maxNew,
-		Temperature:       s.Temperature,
-		TopP:              s.TopP,
-		TopK:              s.TopK,
-		MinP:              s.MinP,
-		RepetitionPenalty: s.RepetitionPenalty,
-		FrequencyPenalty:  s.FrequencyPenalty,
-		PresencePenalty:   s.PresencePenalty,
-		Stop:              s.Stop,
-		StopTokenIDs:      e.a.d.ExtraStopIDs,
-	}
-	if s.Seed != nil {
-		v := int64(*s.Seed)
-		p.SamplingSeed = &v
-	}
-	return p
+	return e.sampling.params(maxNew, e.a.d.ExtraStopIDs)
 }
 
 // decodeResponse is the text the parser sees: the generated ids decoded with special tokens kept, minus the

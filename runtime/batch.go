@@ -43,6 +43,11 @@ func (it *Item) Validate(where string) error {
 	if it.N < 0 {
 		return fmt.Errorf("%s: item %q: n must be >= 1", where, it.ID)
 	}
+	if it.Sampling != nil {
+		if err := it.Sampling.Validate(); err != nil {
+			return fmt.Errorf("%s: item %q: sampling_params: %w", where, it.ID, err)
+		}
+	}
 	return nil
 }
 

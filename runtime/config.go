@@ -40,6 +40,9 @@ type ServerConfig struct {
 	ShutdownGrace Duration `toml:"shutdown_grace"`
 	// Concurrency is the number of episodes run at once.
 	Concurrency int `toml:"concurrency"`
+	// WeightVersionWarnAfter: when a consumer's trajectories keep one weight_version this long (over two or more
+	// requests), serve warns that the SGLang server is probably not the one the trainer updates; 0 disables it.
+	WeightVersionWarnAfter Duration `toml:"weight_version_warn_after"`
 }
 
 // EmulatorConfig configures the built-in SGLang emulator, started in-process when sglang.workers = ["emulator"].
@@ -87,46 +90,6 @@ type AgentConfig struct {
 	Tools          []PluginConfig `toml:"tools"`
 	Hooks          []PluginConfig `toml:"hooks"`
 	Reward         *PluginConfig  `toml:"reward"`
-}
-
-// Sampling holds the sampling params sent to SGLang. Unset optional values are left to the server's defaults.
-type Sampling struct {
-	MaxNewTokens      int      `toml:"max_new_tokens" json:"max_new_tokens,omitempty"`
-	Temperature       *float64 `toml:"temperature" json:"temperature,omitempty"`
-	TopP              *float64 `toml:"top_p" json:"top_p,omitempty"`
-	TopK              *int     `toml:"top_k" json:"top_k,omitempty"`
-	MinP              *float64 `toml:"min_p" json:"min_p,omitempty"`
-	RepetitionPenalty *float64 `toml:"repetition_penalty" json:"repetition_penalty,omitempty"`
-	FrequencyPenalty  *float64 `toml:"frequency_penalty" json:"frequency_penalty,omitempty"`
-	PresencePenalty   *float64 `toml:"presence_penalty" json:"presence_penalty,omitempty"`
-	Seed              *int     `toml:"seed" json:"seed,omitempty"`
-	Stop              []string `toml:"stop" json:"stop,omitempty"`
-}
-
-// Merge returns s with every field set in o replacing its own (per-request overrides).
-func (s Sampling) Merge(o Sampling) Sampling {
-	if o.MaxNewTokens > 0 {
-		s.MaxNewTokens = o.MaxNewTokens
-	}
-	override(&s.Temperature, o.Temperature)
-	override(&s.TopP, o.TopP)
-	override(&s.TopK, o.TopK)
-	override(&s.MinP, o.MinP)
-	override(&s.RepetitionPenalty, o.RepetitionPenalty)
-	override(&s.FrequencyPenalty, o.FrequencyPenalty)
-	override(&s.PresencePenalty, o.PresencePenalty)
-	override(&s.Seed, o.Seed)
-	if o.Stop != nil {
-		s.Stop = o.Stop
-	}
-	return s
-}
-
-// override sets *dst to v when v is set.
-func override[T any](dst **T, v *T) {
-	if v != nil {
-		*dst = v
-	}
 }
 
 // PluginConfig names a plugin (a built-in such as "builtin:calculator", or a .wasm file) and its settings.
@@ -211,12 +174,13 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.Strin
 func DefaultConfig() Config {
 	return Config{
 		Server: ServerConfig{
-			Addr:                 "127.0.0.1:8080",
-			SpoolDir:             "spool",
-			SpoolMaxTrajectories: 100000,
-			MaxMessageBytes:      16 << 20,
-			ShutdownGrace:        Duration{30 * time.Second},
-			Concurrency:          256,
+			Addr:                   "127.0.0.1:8080",
+			SpoolDir:               "spool",
+			SpoolMaxTrajectories:   100000,
+			MaxMessageBytes:        16 << 20,
+			ShutdownGrace:          Duration{30 * time.Second},
+			Concurrency:            256,
+			WeightVersionWarnAfter: Duration{30 * time.Minute},
 		},
 		SGLang:   defaultSGLang(),
 		Emulator: EmulatorConfig{Config: emulator.DefaultConfig()},
@@ -296,6 +260,9 @@ func (c *Config) Validate() error {
 		}
 		if a.Sampling.MaxNewTokens <= 0 {
 			return &FieldError{"agent.sampling.max_new_tokens", fmt.Sprintf("agent %q: must be > 0", a.Name)}
+		}
+		if err := a.Sampling.Validate(); err != nil {
+			return &FieldError{"agent.sampling.n", fmt.Sprintf("agent %q: %v", a.Name, err)}
 		}
 		if a.ParseErrors != "feedback" && a.ParseErrors != "stop" {
 			return &FieldError{"agent.parse_errors", fmt.Sprintf("agent %q: %q is not a policy (use \"feedback\" or \"stop\")", a.Name, a.ParseErrors)}

@@ -206,6 +206,9 @@ func (h *harness) check(t *testing.T, tr *tito.Trajectory) {
 		t.Fatalf("%s: %d response segments but the server answered %d requests", tr.ID, len(responses), len(reqs))
 	}
 	for k := range reqs {
+		if k == 0 && reqs[0].LogprobStartLen != -1 {
+			t.Errorf("%s: request 0 logprob_start_len %d, want -1 (no prompt logprobs, so SGLang's radix match is not cut)", tr.ID, reqs[0].LogprobStartLen)
+		}
 		if k > 0 {
 			prev := append(append([]int32{}, reqs[k-1].InputIDs...), resps[k-1].OutputIDs...)
 			if len(reqs[k].InputIDs) < len(prev) || !equalIDs(reqs[k].InputIDs[:len(prev)], prev) {
@@ -230,7 +233,13 @@ func (h *harness) check(t *testing.T, tr *tito.Trajectory) {
 		t.Errorf("%s: logprob of token 0 is %v, want null", tr.ID, tr.Logprobs[0])
 	}
 	if len(reqs) > 0 {
-		for p := 1; p < len(tr.TokenIDs); p++ {
+		first := tr.Segments[0].Length // the first prompt has no logprobs (logprob_start_len -1 keeps the radix match)
+		for p := 1; p < first; p++ {
+			if !math.IsNaN(tr.Logprobs[p]) {
+				t.Fatalf("%s: logprob[%d] of the first prompt = %v, want null", tr.ID, p, tr.Logprobs[p])
+			}
+		}
+		for p := first; p < len(tr.TokenIDs); p++ {
 			want := emulator.Logprob(tr.TokenIDs[max(0, p-emulator.LogprobWindow):p], tr.TokenIDs[p])
 			if math.Float64bits(tr.Logprobs[p]) != math.Float64bits(want) {
 				t.Fatalf("%s: logprob[%d] = %v, the emulator's scoring function gives %v", tr.ID, p, tr.Logprobs[p], want)

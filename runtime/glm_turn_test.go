@@ -70,7 +70,10 @@ func (g *scriptGen) Generate(_ context.Context, _ string, req *sglang.GenerateRe
 	g.reqs = append(g.reqs, append([]int32(nil), req.InputIDs...))
 	stop := g.tok.id(g.stops[k])
 	out := append(g.tok.Encode(g.replies[k], false), stop)
-	in := make([]sglang.LogprobEntry, len(req.InputIDs)-req.LogprobStartLen)
+	var in []sglang.LogprobEntry // none for logprob_start_len -1
+	if req.LogprobStartLen >= 0 {
+		in = make([]sglang.LogprobEntry, len(req.InputIDs)-req.LogprobStartLen)
+	}
 	for i := range in {
 		in[i] = sglang.LogprobEntry{Logprob: -1, Null: i == 0}
 	}

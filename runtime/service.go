@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,7 @@ type Service struct {
 	gate     *Gate
 	ctl      Controller
 	obs      Observer
+	watch    *weightWatch // nil: no stale weight_version warning
 	inFlight atomic.Int64
 }
 
@@ -62,6 +64,24 @@ func NewService(agents map[string]*Agent, concurrency int, gate *Gate, ctl Contr
 		}
 	}
 	return s, nil
+}
+
+// WarnStaleWeights makes the service warn (on log, and in StaleWeightConsumers) about a consumer whose
+// trajectories carry one weight_version for at least after, over two or more requests: a sign that the SGLang
+// server agentrt uses is not the one the trainer updates. Call it before serving; after <= 0 disables it.
+func (s *Service) WarnStaleWeights(after time.Duration, log *slog.Logger) {
+	if after > 0 {
+		s.watch = newWeightWatch(after, log)
+	}
+}
+
+// StaleWeightConsumers is the number of consumers WarnStaleWeights has warned about and whose weight_version
+// has not changed since.
+func (s *Service) StaleWeightConsumers() int {
+	if s.watch == nil {
+		return 0
+	}
+	return s.watch.stale()
 }
 
 // InFlight is the number of episodes running now.
@@ -102,6 +122,9 @@ func (s *Service) decode(req stream.RolloutRequest) (*decoded, error) {
 		dec := json.NewDecoder(strings.NewReader(string(req.Sampling)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&sp); err != nil {
+			return nil, fmt.Errorf("sampling: %w", err)
+		}
+		if err := sp.Validate(); err != nil {
 			return nil, fmt.Errorf("sampling: %w", err)
 		}
 		d.sampling = &sp
@@ -165,6 +188,9 @@ func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream
 				t := d.agent.Run(ctx, ep)
 				if s.obs != nil {
 					s.obs.EpisodeFinished(t)
+				}
+				if s.watch != nil {
+					s.watch.observe(req.Consumer, req.ID, t)
 				}
 				b, err := t.AppendJSON(nil)
 				if err == nil {

@@ -3,6 +3,8 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -103,6 +105,11 @@ func TestServiceValidate(t *testing.T) {
 	if err := svc.Validate(bad); err == nil || !strings.Contains(err.Error(), "temprature") {
 		t.Errorf("unknown sampling key: %v", err)
 	}
+	bad = request("r", 1, "x")
+	bad.Sampling = json.RawMessage(`{"n": 4}`)
+	if err := svc.Validate(bad); err == nil || !strings.Contains(err.Error(), `sampling: n = 4`) {
+		t.Errorf("SGLang's n: %v", err)
+	}
 	if err := svc.Validate(request("r", 1, "x")); err != nil {
 		t.Errorf("good request: %v", err)
 	}
@@ -168,5 +175,75 @@ func TestServiceCancelAbortsOnServer(t *testing.T) {
 	}
 	if aborts == 0 {
 		t.Fatal("cancelled episodes were not aborted on the SGLang side")
+	}
+}
+
+// TestServiceForwardsSlimeSamplingParams submits slime's actual GenerateState.sampling_params (slime/rollout/
+// sglang_rollout.py: rollout_* args, no_stop_trim=True, spaces_between_special_tokens=False, custom_params when
+// top_p != 1, sampling_seed under deterministic inference) and checks every /generate request carries each of
+// them verbatim (null ones are left to the server's default, which null means).
+func TestServiceForwardsSlimeSamplingParams(t *testing.T) {
+	svc, h, _ := newService(t, emulator.DefaultConfig())
+	slime := `{"temperature": 1.0, "top_p": 0.95, "top_k": -1, "max_new_tokens": 512, "stop": null, "stop_token_ids": null,
+	  "skip_special_tokens": false, "no_stop_trim": true, "spaces_between_special_tokens": false,
+	  "custom_params": {"return_top_p_token_ids": true}, "sampling_seed": 1234}`
+	req := request("slime", 2, "What is 2*21?")
+	req.Sampling = json.RawMessage(slime)
+	if err := svc.Validate(req); err != nil {
+		t.Fatal(err)
+	}
+	out := &emitter{}
+	if err := svc.Run(context.Background(), req, out); err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range out.trajectories(t) {
+		h.check(t, tr)
+		wantStatus(t, tr, runtime.StatusCompleted, "")
+	}
+	var want map[string]any
+	_ = json.Unmarshal([]byte(slime), &want)
+	calls := 0
+	for _, r := range h.log.records(t) {
+		if r.Path != "/generate" {
+			continue
+		}
+		calls++
+		var body struct {
+			Sampling map[string]any `json:"sampling_params"`
+		}
+		if err := json.Unmarshal(r.Request, &body); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range want {
+			got, sent := body.Sampling[k]
+			switch {
+			case v == nil && sent:
+				t.Errorf("%s: %s sent as %v, want it left out (null)", r.RID, k, got)
+			case v != nil && k != "max_new_tokens" && !reflect.DeepEqual(got, v):
+				t.Errorf("%s: %s sent as %#v, want %#v", r.RID, k, got, v)
+			}
+		}
+	}
+	if calls == 0 {
+		t.Fatal("no /generate request was logged")
+	}
+}
+
+// TestServiceWarnsStaleWeights: two requests of one consumer whose trajectories carry one weight_version past
+// the threshold (1ns here) make serve warn and count the consumer as stale.
+func TestServiceWarnsStaleWeights(t *testing.T) {
+	svc, _, _ := newService(t, emulator.DefaultConfig())
+	var logs syncBuffer
+	svc.WarnStaleWeights(time.Nanosecond, slog.New(slog.NewTextHandler(&logs, nil)))
+	for _, id := range []string{"s1", "s2"} {
+		if err := svc.Run(context.Background(), request(id, 1, "What is 2*21?"), &emitter{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs.mu.Lock()
+	text := logs.b.String()
+	logs.mu.Unlock()
+	if n := svc.StaleWeightConsumers(); n != 1 || !strings.Contains(text, "weight_version has not changed") {
+		t.Errorf("stale consumers %d, log:\n%s", n, text)
 	}
 }

@@ -302,3 +302,32 @@ func TestEmulatorAbortAndPause(t *testing.T) {
 		t.Errorf("health: %v", err)
 	}
 }
+
+// TestEmulatorMatchLimit checks SGLang's radix match limit (Req._compute_max_prefix_len): with logprobs asked
+// from logprob_start_len >= 0 the match stops there, so a repeated prompt sent with 0 finds nothing cached; with
+// -1 (output logprobs only) it finds all but the last token; with k it finds k.
+func TestEmulatorMatchLimit(t *testing.T) {
+	tok := qwenTokenizer(t)
+	_, url := startEmulator(t, nil)
+	c := newClient(t, nil, url)
+	prompt := qwenPrompt(tok, "Say hello.")
+	for i, tc := range []struct {
+		start, want int
+	}{{-1, 0}, {0, 0}, {-1, len(prompt) - 1}, {5, 5}, {len(prompt) - 1, len(prompt) - 1}} {
+		resp, err := c.Generate(t.Context(), "ep", &sglang.GenerateRequest{InputIDs: prompt,
+			SamplingParams: sglang.SamplingParams{MaxNewTokens: 8}, ReturnLogprob: true, LogprobStartLen: tc.start})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.MetaInfo.CachedTokens; got != tc.want {
+			t.Errorf("call %d (logprob_start_len %d): cached_tokens %d, want %d", i, tc.start, got, tc.want)
+		}
+		wantIn := 0
+		if tc.start >= 0 {
+			wantIn = len(prompt) - tc.start
+		}
+		if len(resp.MetaInfo.InputTokenLogprobs) != wantIn {
+			t.Errorf("call %d: %d input logprobs, want %d", i, len(resp.MetaInfo.InputTokenLogprobs), wantIn)
+		}
+	}
+}

@@ -90,8 +90,8 @@ type SamplingParams struct {
 	// SamplingSeed is SGLang's sampling_seed (there is no "seed" key); it takes effect only on servers
 	// started with --enable-deterministic-inference.
 	SamplingSeed *int64 `json:"sampling_seed,omitempty"`
-	// Extra holds further keys (for example "logit_bias", "stop_regex"), merged into the JSON object.
-	// Note that SGLang answers an unknown sampling key with HTTP 500. Decoding puts unknown keys here.
+	// Extra holds further keys of SamplingParamNames (for example "logit_bias", "stop_regex"), merged into the
+	// JSON object. SGLang answers a key outside SamplingParamNames with HTTP 400. Decoding puts unknown keys here.
 	Extra map[string]any `json:"-"`
 }
 
@@ -264,6 +264,16 @@ const (
 
 var generateRequestKeys = []string{"input_ids", "text", "sampling_params", "return_logprob", "logprob_start_len",
 	"top_logprobs_num", "return_text_in_logprobs", "rid", "stream"}
+
+// SamplingParamNames are the keys of SGLang's sampling_params object, in the order of SGLang 0.5.23's
+// SamplingParams (sglang/api/v1/api_types.py, which TestSGLangContract compares this list with). SGLang refuses
+// any other key with HTTP 400 ("unknown field"). SamplingParams sends the common ones from typed fields and the
+// rest from Extra.
+var SamplingParamNames = []string{"max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p",
+	"top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n",
+	"json_schema", "regex", "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens",
+	"spaces_between_special_tokens", "no_stop_trim", "stream_interval", "logit_bias", "sampling_seed",
+	"custom_params", "beam_width", "watermark", "choice"}
 
 var samplingParamsKeys = []string{"max_new_tokens", "temperature", "top_p", "top_k", "min_p", "frequency_penalty",
 	"presence_penalty", "repetition_penalty", "min_new_tokens", "stop", "stop_token_ids", "ignore_eos",

@@ -27,13 +27,12 @@ func Example_trajectory() {
 	ids, start := traj.NextRequest()
 	fmt.Println("turn 0 sends:", ids, "logprob_start_len:", start)
 
-	// What SGLang answered: output ids (stop token included) and logprobs; input logprobs for positions
-	// start.. of input_ids, the first one null.
+	// What SGLang answered: output ids (stop token included) and logprobs; no input logprobs, since
+	// logprob_start_len -1 asked for none (the first prompt stays null and SGLang's radix cache can serve it).
 	lp := func(v float64) *float64 { return &v }
 	err = traj.AppendResponse(tito.Response{
 		InputIDs: ids, LogprobStartLen: start,
-		InputLogprobs: []*float64{nil, lp(-2.5), lp(-1.25), lp(-0.5)},
-		OutputIDs:     []int32{4, 6, 3}, OutputLogprobs: []float64{-0.75, -0.125, -0.0625},
+		OutputIDs: []int32{4, 6, 3}, OutputLogprobs: []float64{-0.75, -0.125, -0.0625},
 		Turn: tito.TurnInfo{RID: "ep-1.0", FinishReason: "stop"},
 	})
 	if err != nil {
@@ -70,7 +69,7 @@ func Example_trajectory() {
 	fmt.Println(traj.AppendResponse(bad))
 	// Output:
 	// stop ids: [3]
-	// turn 0 sends: [1 4 5 3] logprob_start_len: 0
+	// turn 0 sends: [1 4 5 3] logprob_start_len: -1
 	// response text: "hello ! <eot>"
 	// turn 1 sends: [1 4 5 3 4 6 3 1 5 3] logprob_start_len: 6
 	// {"tokens":[1,4,5,3,4,6,3,1,5,3,5,3],"response_length":8,"loss_mask":[1,1,1,0,0,0,1,1],"rollout_log_probs":[-0.75,-0.125,-0.0625,-3,-1,-0.25,-0.5,-0.25],"reward":null,"status":"completed"}

@@ -79,8 +79,10 @@ type Response struct {
 // anything; on error the trajectory is unchanged.
 //
 // Logprobs[i] is the model's logprob of TokenIDs[i] given TokenIDs[:i]. It is NaN (null in JSON) for token 0,
-// which has no predecessor, and for prompt tokens appended since the last response (pending until the next
-// response brings their input logprobs); every other entry is a real value.
+// which has no predecessor, for the tokens of the first prompt (NextRequest asks for none, so that SGLang's
+// radix cache can serve the prompt that a group's samples share), and for prompt tokens appended since the
+// last response (pending until the next response brings their input logprobs); every other entry is a real
+// value.
 //
 // A Trajectory is not safe for concurrent use; one episode owns it. The exported fields may be read freely;
 // modify the token arrays and segments only through the methods (Validate re-checks everything).
@@ -195,12 +197,17 @@ func (t *Trajectory) consistent() error {
 }
 
 // NextRequest returns what the next /generate call must send: input_ids (the whole trajectory; the slice
-// shares memory with TokenIDs, must not be modified, and stays valid until DropPending) and logprob_start_len: 0 on the first call, else one
-// before the pending prompt tokens, so that SGLang scores each of them while the cached prefix is reused.
+// shares memory with TokenIDs, must not be modified, and stays valid until DropPending) and logprob_start_len.
+//
+// On the first call it is -1: no prompt logprobs. SGLang caps its radix-cache match at logprob_start_len
+// when logprobs are asked for (Req._compute_max_prefix_len in python/sglang/srt/managers/schedule_batch.py),
+// so 0 would make every sample of a group prefill the shared system prompt and tool specs again; the first
+// prompt's tokens have loss mask 0 and need no logprobs, so they stay null. On later calls it is one before
+// the pending prompt tokens, so that SGLang scores each of them while the cached prefix is reused.
 func (t *Trajectory) NextRequest() (inputIDs []int32, logprobStartLen int) {
 	n := len(t.TokenIDs)
 	if t.turns == 0 {
-		return t.TokenIDs[:n:n], 0
+		return t.TokenIDs[:n:n], -1
 	}
 	return t.TokenIDs[:n:n], max(t.pending-1, 0)
 }
@@ -216,7 +223,7 @@ func (t *Trajectory) NextRequest() (inputIDs []int32, logprobStartLen int) {
 //     id is negative;
 //   - ErrPrefix: InputIDs differ from the trajectory (the error gives the first differing index);
 //   - ErrLogprobs: LogprobStartLen is not what NextRequest returns, len(InputLogprobs) is not
-//     len(InputIDs) - LogprobStartLen, the first input logprob is not null or a later one is null or not
+//     len(InputIDs) - LogprobStartLen (0 when LogprobStartLen is -1), the first input logprob is not null or a later one is null or not
 //     finite, or len(OutputLogprobs) != len(OutputIDs), or an output logprob is not finite.
 func (t *Trajectory) AppendResponse(r Response) error {
 	turn := t.turns
@@ -242,14 +249,18 @@ func (t *Trajectory) AppendResponse(r Response) error {
 		return invariantErr(ErrLogprobs, turn, -1, "logprob_start_len is %d, want %d (one before the %d pending prompt tokens)",
 			r.LogprobStartLen, wantStart, t.PendingPrompt())
 	}
-	if want := n - r.LogprobStartLen; len(r.InputLogprobs) != want {
+	if r.LogprobStartLen < 0 {
+		if len(r.InputLogprobs) != 0 {
+			return invariantErr(ErrLogprobs, turn, -1, "%d input logprobs, want none (logprob_start_len -1)", len(r.InputLogprobs))
+		}
+	} else if want := n - r.LogprobStartLen; len(r.InputLogprobs) != want {
 		return invariantErr(ErrLogprobs, turn, -1, "%d input logprobs, want %d (len(input_ids) %d - logprob_start_len %d)",
 			len(r.InputLogprobs), want, n, r.LogprobStartLen)
 	}
-	if r.InputLogprobs[0] != nil {
+	if len(r.InputLogprobs) > 0 && r.InputLogprobs[0] != nil {
 		return invariantErr(ErrLogprobs, turn, r.LogprobStartLen, "the first input logprob is %v, want null (SGLang never scores the window's first position)", *r.InputLogprobs[0])
 	}
-	for i, lp := range r.InputLogprobs[1:] {
+	for i, lp := range r.InputLogprobs[min(1, len(r.InputLogprobs)):] {
 		pos := r.LogprobStartLen + 1 + i
 		if lp == nil {
 			return invariantErr(ErrLogprobs, turn, pos, "input logprob %d (token index %d) is null", i+1, pos)
@@ -272,7 +283,7 @@ func (t *Trajectory) AppendResponse(r Response) error {
 		}
 	}
 
-	for i := t.pending; i < n; i++ {
+	for i := t.pending; i < n && r.LogprobStartLen >= 0; i++ {
 		if i > 0 { // token 0 never has a logprob
 			t.Logprobs[i] = *r.InputLogprobs[i-r.LogprobStartLen]
 		}
@@ -336,7 +347,8 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // Validate checks every invariant of the whole trajectory: equal array lengths; segments that tile the
 // tokens, start with a prompt, alternate, and number their turns 0, 1, ...; loss mask 0 on prompt tokens and
 // 1 on response tokens; response segments with their TurnInfo; logprobs finite everywhere except token 0
-// (which must be null) and a trailing prompt segment that was never sent (whose logprobs are all null).
+// (which must be null), the first prompt (all null, as NextRequest asks for none; trajectories made before
+// that have them from token 1) and a trailing prompt segment that was never sent (whose logprobs are all null).
 //
 // # Errors
 //
@@ -394,8 +406,18 @@ func (t *Trajectory) Validate() error {
 	if n > 0 && !math.IsNaN(t.Logprobs[0]) {
 		return invariantErr(ErrLogprobs, -1, 0, "token 0 has logprob %v, want null", t.Logprobs[0])
 	}
+	first := 0 // the first prompt's logprobs of [1, first) are all null or all real
+	if len(t.Segments) > 0 && n > 1 && math.IsNaN(t.Logprobs[1]) {
+		first = t.Segments[0].Length
+	}
 	for i := 1; i < n; i++ {
 		lp := t.Logprobs[i]
+		if i < first {
+			if !math.IsNaN(lp) {
+				return invariantErr(ErrLogprobs, -1, i, "a token of the first prompt has logprob %v, want null (token 1 has none)", lp)
+			}
+			continue
+		}
 		if i >= end {
 			if !math.IsNaN(lp) {
 				return invariantErr(ErrLogprobs, -1, i, "a token of the unsent trailing prompt has logprob %v, want null", lp)
@@ -403,7 +425,7 @@ func (t *Trajectory) Validate() error {
 			continue
 		}
 		if !finite(lp) {
-			return invariantErr(ErrLogprobs, -1, i, "logprob is %v (only token 0 and an unsent trailing prompt may be null)", lp)
+			return invariantErr(ErrLogprobs, -1, i, "logprob is %v (only the first prompt and an unsent trailing prompt may be null)", lp)
 		}
 	}
 	return nil

@@ -22,7 +22,10 @@ func lp(v float64) *float64 { return &v }
 // distinct logprobs (input position p gets -p/1000-0.5, output i gets -(i+1)/7).
 func trResponse(t *Trajectory, out []int32) Response {
 	ids, start := t.NextRequest()
-	in := make([]*float64, len(ids)-start)
+	var in []*float64 // none for logprob_start_len -1 (the first call)
+	if start >= 0 {
+		in = make([]*float64, len(ids)-start)
+	}
 	for i := 1; i < len(in); i++ {
 		in[i] = lp(-float64(start+i)/1000 - 0.5)
 	}
@@ -45,10 +48,10 @@ func TestTrajectoryFlow(t *testing.T) {
 	tr := NewTrajectory()
 	mustNoErr(t, tr.AppendPrompt([]int32{10, 11, 12}))
 	ids, start := tr.NextRequest()
-	if !slices.Equal(ids, []int32{10, 11, 12}) || start != 0 {
-		t.Fatalf("first NextRequest = %v, %d", ids, start)
+	if !slices.Equal(ids, []int32{10, 11, 12}) || start != -1 {
+		t.Fatalf("first NextRequest = %v, %d; want start -1 (no prompt logprobs, so the radix cache serves the prompt)", ids, start)
 	}
-	r := Response{InputIDs: ids, LogprobStartLen: 0, InputLogprobs: []*float64{nil, lp(-1.5), lp(-2.5)},
+	r := Response{InputIDs: ids, LogprobStartLen: -1,
 		OutputIDs: []int32{20, 21}, OutputLogprobs: []float64{-0.25, -0.125},
 		Turn: TurnInfo{Server: "http://w0", RID: "rid-0", WeightVersion: "7", PromptTokens: 3, CachedTokens: 0, FinishReason: "stop", LatencyMS: 12.5}}
 	mustNoErr(t, tr.AppendResponse(r))
@@ -68,7 +71,8 @@ func TestTrajectoryFlow(t *testing.T) {
 
 	wantIDs := []int32{10, 11, 12, 20, 21, 30, 31, 32, 40}
 	wantMask := Mask{0, 0, 0, 1, 1, 0, 0, 0, 1}
-	wantLP := []float64{math.NaN(), -1.5, -2.5, -0.25, -0.125, -3, -4, -5, -0.5}
+	nan := math.NaN()
+	wantLP := []float64{nan, nan, nan, -0.25, -0.125, -3, -4, -5, -0.5} // the first prompt has no logprobs
 	if !slices.Equal(tr.TokenIDs, wantIDs) || !slices.Equal(tr.LossMask, wantMask) || !sameFloats(tr.Logprobs, wantLP) {
 		t.Fatalf("got ids %v mask %v logprobs %v", tr.TokenIDs, tr.LossMask, tr.Logprobs)
 	}
@@ -166,7 +170,12 @@ func TestAppendResponseViolations(t *testing.T) {
 			tr := NewTrajectory()
 			mustNoErr(t, tr.AppendPrompt([]int32{1, 2}))
 			return tr
-		}, func(r *Response) { r.LogprobStartLen = 1; r.InputLogprobs = r.InputLogprobs[1:] }, ErrLogprobs, "logprob_start_len is 1, want 0", -1},
+		}, func(r *Response) { r.LogprobStartLen = 0; r.InputLogprobs = []*float64{nil, lp(-1)} }, ErrLogprobs, "logprob_start_len is 0, want -1", -1},
+		{"first turn with input logprobs", func(t *testing.T) *Trajectory {
+			tr := NewTrajectory()
+			mustNoErr(t, tr.AppendPrompt([]int32{1, 2}))
+			return tr
+		}, func(r *Response) { r.InputLogprobs = []*float64{nil, lp(-1)} }, ErrLogprobs, "2 input logprobs, want none (logprob_start_len -1)", -1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,6 +277,8 @@ func TestValidateViolations(t *testing.T) {
 		{"null in the middle", func(tr *Trajectory) { tr.Logprobs[5] = math.NaN() }, ErrLogprobs, "logprob is NaN"},
 		{"infinite", func(tr *Trajectory) { tr.Logprobs[3] = math.Inf(-1) }, ErrLogprobs, "logprob is -Inf"},
 		{"null response logprob at the end", func(tr *Trajectory) { tr.Logprobs[8] = math.NaN() }, ErrLogprobs, "logprob is NaN"},
+		{"first prompt partly null", func(tr *Trajectory) { tr.Logprobs[2] = -1 }, ErrLogprobs, "a token of the first prompt has logprob -1"},
+		{"first prompt with logprobs, one null", func(tr *Trajectory) { tr.Logprobs[1] = -1 }, ErrLogprobs, "logprob is NaN"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -282,6 +293,12 @@ func TestValidateViolations(t *testing.T) {
 			}
 		})
 	}
+	t.Run("first prompt with logprobs from token 1 (trajectories from before logprob_start_len -1)", func(t *testing.T) {
+		tr := trTwoTurns(t)
+		mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{8, 9})))
+		tr.Logprobs[1], tr.Logprobs[2] = -1, -2
+		mustNoErr(t, tr.Validate())
+	})
 	t.Run("unsent trailing prompt with a value", func(t *testing.T) {
 		tr := trTwoTurns(t)
 		mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{8})))
@@ -331,9 +348,10 @@ func TestTrajectoryJSON(t *testing.T) {
 	}
 	var raw []*float64
 	mustNoErr(t, json.Unmarshal(top["logprobs"], &raw))
+	first := tr.Segments[0].Length
 	for i, p := range raw {
-		if (p == nil) != (i == 0) {
-			t.Errorf("logprobs[%d] null = %v; only index 0 may be null", i, p == nil)
+		if (p == nil) != (i < first) {
+			t.Errorf("logprobs[%d] null = %v; exactly the first prompt's %d tokens are null", i, p == nil, first)
 		}
 	}
 
@@ -449,7 +467,11 @@ func FuzzTrajectory(f *testing.F) {
 					case 0:
 						r.InputIDs[arg%len(r.InputIDs)]++
 					case 1:
-						r.InputLogprobs = r.InputLogprobs[:len(r.InputLogprobs)-1]
+						if len(r.InputLogprobs) == 0 { // the first call asks for none: one is a corruption too
+							r.InputLogprobs = []*float64{nil}
+						} else {
+							r.InputLogprobs = r.InputLogprobs[:len(r.InputLogprobs)-1]
+						}
 					case 2:
 						r.OutputLogprobs = r.OutputLogprobs[1:]
 					case 3:
@@ -607,8 +629,8 @@ print(" ".join("null" if x is None else "%016x" % struct.unpack("<Q", struct.pac
 		t.Fatalf("python: %v", err)
 	}
 	var want []string
-	for i, f := range tr.Logprobs {
-		if i == 0 {
+	for _, f := range tr.Logprobs {
+		if math.IsNaN(f) { // the first prompt
 			want = append(want, "null")
 			continue
 		}

@@ -93,6 +93,12 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 			}
 			return float64(strm.Stats().SpoolRecords)
 		},
+		StaleWeightConsumers: func() float64 {
+			if svc == nil {
+				return 0
+			}
+			return float64(svc.StaleWeightConsumers())
+		},
 		SGLangQueued: func() float64 {
 			if sys == nil {
 				return 0
@@ -116,6 +122,7 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintln(io.err, "agentrt serve:", err)
 		return exitStartup
 	}
+	svc.WarnStaleWeights(cfg.Server.WeightVersionWarnAfter.Duration, log)
 	scfg := stream.DefaultConfig()
 	scfg.SpoolDir = cfg.Server.SpoolDir
 	scfg.SpoolMaxRecords = cfg.Server.SpoolMaxTrajectories

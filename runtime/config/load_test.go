@@ -101,3 +101,49 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		})
 	}
 }
+
+// TestParseEverySamplingParam: [agent.sampling] takes every key of SGLang's sampling_params (nested tables
+// included), and n other than 1 is refused with the file, line and key.
+func TestParseEverySamplingParam(t *testing.T) {
+	src := strings.Replace(good, "temperature = 0.7", `temperature = 0.7
+stop = "END"
+stop_token_ids = [7]
+stop_regex = ["^x$"]
+top_p = 0.9
+top_k = 20
+min_p = 0.05
+frequency_penalty = 0.1
+presence_penalty = 0.1
+repetition_penalty = 1.05
+min_new_tokens = 1
+n = 1
+json_schema = "{}"
+regex = "a+"
+ebnf = "root ::= \"a\""
+structural_tag = "{}"
+ignore_eos = false
+skip_special_tokens = false
+spaces_between_special_tokens = false
+no_stop_trim = true
+stream_interval = 4
+logit_bias = { "11" = -1.5 }
+sampling_seed = 42
+custom_params = { return_top_p_token_ids = true }
+beam_width = 1
+watermark = { enabled = false }
+choice = ["a", "b"]`, 1)
+	cfg, err := Parse("runtime.toml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cfg.Agents[0].Sampling
+	if s.Stop[0] != "END" || *s.SkipSpecialTokens || !*s.NoStopTrim || s.LogitBias["11"] != -1.5 || *s.SamplingSeed != 42 ||
+		s.CustomParams["return_top_p_token_ids"] != true || s.Watermark["enabled"] != false {
+		t.Errorf("decoded %+v", s)
+	}
+	_, err = Parse("runtime.toml", strings.Replace(good, "temperature = 0.7", "temperature = 0.7\nn = 8", 1))
+	var e *Error
+	if !errors.As(err, &e) || e.Key != "agent.sampling.n" || e.Line != 15 || !strings.Contains(e.Msg, `item's "n"`) {
+		t.Errorf("n = 8: %v", err)
+	}
+}

@@ -20,6 +20,8 @@ type Gauges struct {
 	InFlight     func() float64 // episodes running
 	SpoolBacklog func() float64 // trajectories spooled and not yet acked
 	SGLangQueued func() float64 // /generate calls waiting for a worker slot
+	// StaleWeightConsumers: consumers whose weight_version has not changed for server.weight_version_warn_after
+	StaleWeightConsumers func() float64
 }
 
 // Metrics is a Prometheus registry with agentrt's metrics. Safe for concurrent use.
@@ -76,6 +78,8 @@ func New(g Gauges) *Metrics {
 	gauge("agentrt_episodes_in_flight", "Episodes running.", g.InFlight)
 	gauge("agentrt_spool_backlog", "Trajectories in the spool, not yet acked by a trainer.", g.SpoolBacklog)
 	gauge("agentrt_sglang_queued_requests", "/generate calls waiting for a worker slot.", g.SGLangQueued)
+	gauge("agentrt_weight_version_stale_consumers", "Consumers whose trajectories kept one weight_version for "+
+		"server.weight_version_warn_after: the SGLang server is probably not the one the trainer updates.", g.StaleWeightConsumers)
 	f(prometheus.NewGoCollector())
 	f(prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

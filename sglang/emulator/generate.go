@@ -375,7 +375,7 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		return o
 	}
 	ns := it.extraKey
-	o.cached = max(0, min(s.cache.match(ns, it.inputIDs), len(it.inputIDs)-1))
+	o.cached = min(s.cache.match(ns, it.inputIDs), maxPrefixLen(it))
 	s.plan(o)
 	aborted := func() *outcome {
 		o.fr = finishReason{kind: "abort", message: "Aborted"}
@@ -655,6 +655,18 @@ func plainASCII(t string) bool {
 		}
 	}
 	return true
+}
+
+// maxPrefixLen is how much of the prompt SGLang lets the radix match reuse (Req._compute_max_prefix_len in
+// python/sglang/srt/managers/schedule_batch.py): all but the last token, and with logprobs asked from
+// logprob_start_len >= 0, no further than that position, since the positions it scores must be prefilled.
+// With logprob_start_len -1 the scheduler scores no prompt token and the match is not cut.
+func maxPrefixLen(it *genItem) int {
+	n := len(it.inputIDs) - 1
+	if it.returnLogprob && it.logprobStartLen >= 0 {
+		n = min(n, it.logprobStartLen)
+	}
+	return max(n, 0)
 }
 
 // response builds the JSON object for an outcome with n tokens produced; final adds finish_reason and

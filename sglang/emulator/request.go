@@ -62,7 +62,8 @@ func knownSamplingKey(k string) bool {
 	case "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty",
 		"repetition_penalty", "min_new_tokens", "stop", "stop_token_ids", "stop_regex", "ignore_eos",
 		"skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim", "n", "json_schema", "regex", "ebnf",
-		"structural_tag", "logit_bias", "custom_params", "stream_interval", "sampling_seed":
+		"structural_tag", "logit_bias", "custom_params", "stream_interval", "sampling_seed", "beam_width", "watermark",
+		"choice":
 		return true
 	}
 	return false

@@ -315,15 +315,21 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, struct {
 		ModelPath               string   `json:"model_path"`
+		ServedModelName         string   `json:"served_model_name"`
 		TokenizerPath           string   `json:"tokenizer_path"`
 		IsGeneration            bool     `json:"is_generation"`
 		PreferredSamplingParams any      `json:"preferred_sampling_params"`
 		WeightVersion           string   `json:"weight_version"`
+		LoadFormat              string   `json:"load_format"`
+		ReasoningParser         *string  `json:"reasoning_parser"`
+		ToolCallParser          *string  `json:"tool_call_parser"`
+		DisaggregationMode      string   `json:"disaggregation_mode"`
 		HasImageUnderstanding   bool     `json:"has_image_understanding"`
 		HasAudioUnderstanding   bool     `json:"has_audio_understanding"`
 		ModelType               string   `json:"model_type"`
 		Architectures           []string `json:"architectures"`
-	}{s.cfg.ModelPath, s.cfg.ModelPath, true, nil, s.WeightVersion(), false, false, s.cfg.ModelType, s.cfg.Architectures})
+	}{s.cfg.ModelPath, s.cfg.ModelPath, s.cfg.ModelPath, true, nil, s.WeightVersion(), "auto", nil, nil, "null", false, false,
+		s.cfg.ModelType, s.cfg.Architectures})
 }
 
 func (s *Server) handleServerInfo(w http.ResponseWriter, r *http.Request) {

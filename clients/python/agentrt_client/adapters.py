@@ -52,6 +52,14 @@ _SLIME_STATUS = {"completed": "COMPLETED", "truncated": "TRUNCATED", "aborted": 
 
 
 @dataclass
+class SlimePrefixCacheInfo:
+    """slime's ``Sample.PrefixCacheInfo``: SGLang's cached and prompt tokens summed over the sample's model calls."""
+
+    cached_tokens: int = 0
+    total_prompt_tokens: int = 0
+
+
+@dataclass
 class SlimeSampleFields:
     """The slime Sample fields the adapter fills, for use without slime installed."""
 
@@ -64,6 +72,7 @@ class SlimeSampleFields:
     metadata: dict[str, Any] = field(default_factory=dict)
     weight_versions: list[str] = field(default_factory=list)
     response: str = ""
+    prefix_cache_info: SlimePrefixCacheInfo = field(default_factory=SlimePrefixCacheInfo)
 
 
 def slime_status(status: str, sample_cls: Any = None) -> Any:
@@ -102,6 +111,10 @@ def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = N
     sample.weight_versions = traj.weight_versions
     if hasattr(sample, "response"):
         sample.response = _last_assistant_text(traj)
+    pci = getattr(sample, "prefix_cache_info", None)
+    if pci is not None:  # slime's Sample.PrefixCacheInfo: what slime's own generate adds up per /generate call
+        pci.cached_tokens = traj.cached_tokens
+        pci.total_prompt_tokens = traj.prompt_tokens
     meta = getattr(sample, "metadata", None)
     if not isinstance(meta, dict):
         meta = {}

@@ -5,7 +5,13 @@
 with ``AGENTRT_URL`` (or ``args.agentrt_url``) pointing at ``agentrt serve``'s WebSocket endpoint, and optionally
 ``AGENTRT_TOKEN``, ``AGENTRT_AGENT``, ``AGENTRT_CONSUMER_ID``. slime calls ``generate`` once per sample; the
 episode runs in agentrt (multi-turn, tools, reward plugin) and the sample comes back filled with ``tokens``,
-``response_length``, ``loss_mask``, ``rollout_log_probs``, ``status``, ``reward``, ``weight_versions``.
+``response_length``, ``loss_mask``, ``rollout_log_probs``, ``status``, ``reward``, ``weight_versions`` and
+``prefix_cache_info`` (SGLang's cached and prompt tokens over the episode's model calls).
+
+slime's ``sampling_params`` (``GenerateState.sampling_params``: temperature, top_p, top_k, max_new_tokens, stop,
+stop_token_ids, skip_special_tokens, no_stop_trim, spaces_between_special_tokens, custom_params, sampling_seed)
+are forwarded to SGLang verbatim: every key SGLang's ``SamplingParams`` has, but ``n`` (agentrt runs one episode
+per sample). ``None`` values are left out, which is what they mean to SGLang.
 """
 
 from __future__ import annotations
@@ -15,12 +21,16 @@ from typing import Any
 from ._shared import settings, shared_client
 from .adapters import to_slime_sample
 
-# slime's SamplingParams keys are SGLang's; pass through the ones SGLang's /generate understands.
-_SAMPLING_KEYS = {
-    "temperature", "top_p", "top_k", "min_p", "max_new_tokens", "min_new_tokens", "stop", "stop_token_ids",
-    "skip_special_tokens", "no_stop_trim", "frequency_penalty", "presence_penalty", "repetition_penalty",
-    "ignore_eos", "spaces_between_special_tokens", "sampling_seed",
-}
+# SGLang 0.5.23's sampling_params keys (sglang/api/v1/api_types.py SamplingParams; the Go side's
+# sglang.SamplingParamNames, which tests compare with SGLang's and with this list). Keys outside it would be
+# refused by SGLang and are not forwarded; "n" is agentrt's per item.
+SGLANG_SAMPLING_PARAMS = (
+    "max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k", "min_p",
+    "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n", "json_schema", "regex",
+    "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim",
+    "stream_interval", "logit_bias", "sampling_seed", "custom_params", "beam_width", "watermark", "choice",
+)
+_SAMPLING_KEYS = frozenset(SGLANG_SAMPLING_PARAMS) - {"n"}
 
 
 def _messages(prompt: Any) -> list[dict[str, Any]]:

@@ -49,7 +49,7 @@ class Trajectory:
 
     @property
     def logprobs(self) -> list[float | None]:
-        """Logprob of each token given the ones before it; ``None`` at index 0."""
+        """Logprob of each token given the ones before it; ``None`` on the first prompt's tokens (loss mask 0)."""
         return self.data["logprobs"]
 
     @property

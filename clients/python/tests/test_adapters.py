@@ -46,6 +46,13 @@ class Sample:
     status: Status = Status.PENDING
     metadata: dict = field(default_factory=dict)
 
+    @dataclass
+    class PrefixCacheInfo:
+        cached_tokens: int = 0
+        total_prompt_tokens: int = 0
+
+    prefix_cache_info: PrefixCacheInfo = field(default_factory=PrefixCacheInfo)
+
 
 @dataclass
 class AgentLoopOutput:
@@ -116,6 +123,7 @@ def test_slime_sample():
     assert s.status is Sample.Status.COMPLETED
     assert s.reward == 1.0 and s.weight_versions == ["v1", "v2"] and s.response == "final"
     assert s.metadata["kept"] == 1 and s.metadata["agentrt"]["trajectory_id"] == "r/i/0"
+    assert s.prefix_cache_info == Sample.PrefixCacheInfo(cached_tokens=5, total_prompt_tokens=10)
     # Every field the hook sets exists on slime's Sample: nothing was added by accident.
     assert set(vars(s)) == {f.name for f in dataclasses.fields(Sample)}
     for status, member in [("truncated", Sample.Status.TRUNCATED), ("aborted", Sample.Status.ABORTED), ("failed", Sample.Status.FAILED)]:
@@ -223,3 +231,17 @@ def test_run_many_prompts(devserver):
             assert s["status"] == {"completed": 512} and s["prefix_cache_hit_ratio"] > 0
 
     body()
+
+
+def test_slime_forwards_sglang_sampling_params():
+    """The slime hook forwards exactly SGLang's sampling params (but n): the same list as the Go side's
+    sglang.SamplingParamNames, which sglang's contract test compares with SGLang's api_types."""
+    import pathlib
+    import re
+
+    from agentrt_client import slime
+
+    src = (pathlib.Path(__file__).resolve().parents[3] / "sglang" / "types.go").read_text()
+    block = re.search(r"var SamplingParamNames = \[\]string\{(.*?)\}", src, re.S).group(1)
+    assert tuple(re.findall(r'"([a-z_]+)"', block)) == slime.SGLANG_SAMPLING_PARAMS
+    assert slime._SAMPLING_KEYS == set(slime.SGLANG_SAMPLING_PARAMS) - {"n"}

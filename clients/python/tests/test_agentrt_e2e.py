@@ -36,8 +36,9 @@ def emulator_logprob(prefix: list[int], tid: int) -> float:
 def check_trajectory(t: dict) -> None:
     ids, mask, lps = t["token_ids"], t["loss_mask"], t["logprobs"]
     assert len(ids) == len(mask) == len(lps) > 0
-    assert lps[0] is None
-    for p in range(1, len(ids)):
+    first = t["segments"][0]["length"]  # the first prompt: no logprobs (keeps SGLang's radix match)
+    assert all(x is None for x in lps[:first])
+    for p in range(first, len(ids)):
         assert lps[p] == emulator_logprob(ids[max(0, p - 3) : p], ids[p]), f"logprob {p}"
     off = 0
     for s in t["segments"]:
@@ -185,5 +186,40 @@ def test_serve_kill9_twice_mid_request(stack):
             done = await c.wait_request(rid, timeout=45)
             assert done.status == "completed" and done.trajectories == 32
             assert c.reconnects == 2
+
+    body()
+
+
+def test_slime_generate_with_slimes_sampling_params(stack):
+    """slime's real GenerateState.sampling_params (slime/rollout/sglang_rollout.py: rollout_* args,
+    no_stop_trim=True, spaces_between_special_tokens=False, custom_params when top_p != 1, sampling_seed per
+    sample under deterministic inference) through agentrt_client.slime.generate, agentrt serve and SGLang's
+    stand-in: every sample completes, and prefix_cache_info holds the episode's cached and prompt tokens."""
+    import argparse
+
+    from agentrt_client._shared import close_shared
+    from agentrt_client.slime import generate
+    from test_adapters import Sample
+
+    serve, _ = stack
+    url = serve()
+
+    @run_async
+    async def body():
+        args = argparse.Namespace(agentrt_url=url, agentrt_consumer_id="slime-e2e")
+        base = dict(temperature=1.0, top_p=0.95, top_k=-1, max_new_tokens=512, stop=None, stop_token_ids=None,
+                    skip_special_tokens=False, no_stop_trim=True, spaces_between_special_tokens=False,
+                    custom_params={"return_top_p_token_ids": True})
+        samples = [Sample(index=i, prompt="What is 12*7+3?", label="87") for i in range(4)]
+        outs = await asyncio.gather(*[generate(args, s, {**base, "sampling_seed": 1000 + i}) for i, s in enumerate(samples)])
+        for s in outs:
+            assert s.status is Sample.Status.COMPLETED, s.metadata
+            turns = s.metadata["agentrt"]["turns"]
+            assert s.prefix_cache_info.total_prompt_tokens == sum(t["prompt_tokens"] for t in turns) > 0
+            assert s.prefix_cache_info.cached_tokens == sum(t["cached_tokens"] for t in turns)
+            assert s.metadata["agentrt"]["provenance"]["sampling_params"]["skip_special_tokens"] is False
+        # later turns extend a cached history, so the group found some of its prompt tokens in the cache
+        assert sum(s.prefix_cache_info.cached_tokens for s in outs) > 0
+        await close_shared()
 
     body()
