@@ -125,28 +125,28 @@ func (t *Trajectory) appendSpans(spans []WeightSpan) {
 // A Trajectory is not safe for concurrent use; one episode owns it. The exported fields may be read freely;
 // modify the token arrays and segments only through the methods (Validate re-checks everything).
 type Trajectory struct {
-	ID           string          `json:"id"`
-	ItemID       string          `json:"item_id,omitempty"`
-	GroupID      string          `json:"group_id,omitempty"`
-	SampleIndex  int             `json:"sample_index"`
-	Status       string          `json:"status"`                  // completed, truncated, aborted, failed ("" while running)
-	StatusReason string          `json:"status_reason,omitempty"` // why it ended (length, context_window, ...)
-	Error        string          `json:"error,omitempty"`         // what failed, for failed and aborted trajectories
-	TokenIDs     []int32         `json:"token_ids"`
-	LossMask     Mask            `json:"loss_mask"`
-	Logprobs     Logprobs        `json:"logprobs"`
+	ID           string   `json:"id"`
+	ItemID       string   `json:"item_id,omitempty"`
+	GroupID      string   `json:"group_id,omitempty"`
+	SampleIndex  int      `json:"sample_index"`
+	Status       string   `json:"status"`                  // completed, truncated, aborted, failed ("" while running)
+	StatusReason string   `json:"status_reason,omitempty"` // why it ended (length, context_window, ...)
+	Error        string   `json:"error,omitempty"`         // what failed, for failed and aborted trajectories
+	TokenIDs     []int32  `json:"token_ids"`
+	LossMask     Mask     `json:"loss_mask"`
+	Logprobs     Logprobs `json:"logprobs"`
 	// WeightVersions say which weights generated which tokens: spans [Start, End) of token_ids, in order, inside
 	// response segments, one per version change (a turn generated across a weight update has two). Response
 	// tokens of a server that reports no version have none. TokenWeightVersions expands them per token.
 	WeightVersions []WeightSpan `json:"weight_versions,omitempty"`
 	// OffPolicyMasked says MaskOffPolicy ran: loss_mask is 0 on the response tokens of a version older than
 	// the trajectory's last (the declared exception to "loss_mask is 1 exactly on response tokens").
-	OffPolicyMasked bool `json:"offpolicy_masked,omitempty"`
-	Segments     []Segment       `json:"segments"`
-	Messages     json.RawMessage `json:"messages"` // the conversation, as the chat template saw it
-	Reward       *float64        `json:"reward"`
-	Label        json.RawMessage `json:"label,omitempty"`
-	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	OffPolicyMasked bool            `json:"offpolicy_masked,omitempty"`
+	Segments        []Segment       `json:"segments"`
+	Messages        json.RawMessage `json:"messages"` // the conversation, as the chat template saw it
+	Reward          *float64        `json:"reward"`
+	Label           json.RawMessage `json:"label,omitempty"`
+	Metadata        json.RawMessage `json:"metadata,omitempty"`
 	// Provenance records what made the trajectory: ProvTokenizerSHA256, ProvTemplateSHA256, ProvPlugins
 	// (name -> sha256), ProvSamplingParams, and anything else the runtime adds.
 	Provenance map[string]any     `json:"provenance"`
