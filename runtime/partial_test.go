@@ -1,0 +1,150 @@
+package runtime_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/sglang/emulator"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// abortingGenerator forwards to the emulator and makes the first call of the episode come back as SGLang sends a
+// request aborted by pause_generation(mode=abort) while a weight update lands: the emulator's first `partial`
+// output tokens, verbatim, with finish_reason abort; then it moves the emulator to weights "v2". Every call's
+// request and answer are recorded so that the test can check the trajectory against exactly what was served.
+type abortingGenerator struct {
+	inner   *sglang.Client
+	url     string
+	partial int
+	mu      sync.Mutex
+	reqs    [][]int32
+	outs    [][]int32
+}
+
+func (g *abortingGenerator) Generate(ctx context.Context, ep string, req *sglang.GenerateRequest) (*sglang.GenerateResponse, error) {
+	g.mu.Lock()
+	first := len(g.reqs) == 0
+	g.mu.Unlock()
+	if first {
+		r := *req
+		r.SamplingParams.MaxNewTokens = g.partial
+		req = &r
+	}
+	resp, err := g.inner.Generate(ctx, ep, req)
+	if err != nil {
+		return nil, err
+	}
+	if first {
+		resp.MetaInfo.FinishReason = &sglang.FinishReason{Type: sglang.FinishAbort, Message: "Aborted"}
+		hr, err := http.Post(g.url+"/update_weight_version", "application/json", strings.NewReader(`{"new_version":"v2"}`))
+		if err != nil {
+			return nil, err
+		}
+		hr.Body.Close()
+	}
+	g.mu.Lock()
+	g.reqs, g.outs = append(g.reqs, slices.Clone(req.InputIDs)), append(g.outs, slices.Clone(resp.OutputIDs))
+	g.mu.Unlock()
+	return resp, nil
+}
+
+func partialHarness(t *testing.T, policy string, mask bool) (*abortingGenerator, *runtime.Agent) {
+	t.Helper()
+	ac := defaultAgent()
+	ac.PartialRollout, ac.MaskOffPolicy = policy, mask
+	ec := emulator.DefaultConfig()
+	ec.WeightVersion = "v1"
+	h := newHarness(t, ec, ac, fastRetry())
+	g := &abortingGenerator{inner: h.client, url: h.srv.URL, partial: 3}
+	agent, err := runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: g, Model: qwen3,
+		MaxModelLen: func(ctx context.Context) (int, error) { return h.client.MaxModelLen(ctx, "") }, Server: h.srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, agent
+}
+
+// A turn aborted mid-generation by a weight update is resumed on the new weights: its partial output stays
+// verbatim with its logprobs and version, the continuation's input is the trajectory so far plus that output,
+// the response segment is the concatenation, and the spans and (with mask_offpolicy) the masks say which
+// weights made which token.
+func TestPartialRolloutResumesAbortedTurn(t *testing.T) {
+	for _, mask := range []bool{false, true} {
+		g, agent := partialHarness(t, runtime.PartialResume, mask)
+		tr := agent.Run(context.Background(), runtime.Episode{ID: "p", Messages: []tito.Message{{Role: "user", Content: "What is 6*7?"}}})
+		if err := tr.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if tr.Status != runtime.StatusCompleted {
+			t.Fatalf("status %s/%s %s", tr.Status, tr.StatusReason, tr.Error)
+		}
+		if len(g.reqs) < 3 {
+			t.Fatalf("%d calls, want the aborted one, its continuation and a later turn", len(g.reqs))
+		}
+		// the continuation sent the trajectory so far plus the partial output, nothing else
+		if want := append(slices.Clone(g.reqs[0]), g.outs[0]...); !slices.Equal(g.reqs[1], want) {
+			t.Fatalf("continuation input (%d ids) is not the first request + its partial output (%d ids)", len(g.reqs[1]), len(want))
+		}
+		// prefix invariant across all calls, and the final trajectory is the last request + its output
+		for k := 1; k < len(g.reqs); k++ {
+			prev := append(slices.Clone(g.reqs[k-1]), g.outs[k-1]...)
+			if !slices.Equal(g.reqs[k][:len(prev)], prev) {
+				t.Fatalf("request %d does not extend request %d + its output", k, k-1)
+			}
+		}
+		n := len(g.reqs) - 1
+		if !slices.Equal(tr.TokenIDs, append(slices.Clone(g.reqs[n]), g.outs[n]...)) {
+			t.Fatal("trajectory is not the last request + its output")
+		}
+		// the first response segment is both calls' outputs verbatim, tagged v1 then v2
+		seg := tr.Segments[1]
+		turn0 := append(slices.Clone(g.outs[0]), g.outs[1]...)
+		if !slices.Equal(tr.TokenIDs[seg.Offset:seg.Offset+seg.Length], turn0) {
+			t.Fatal("the resumed turn's segment is not the partial output + the continuation, verbatim")
+		}
+		if seg.Info.Resumed != 1 || seg.Info.WeightVersion != "v2" ||
+			!slices.Equal(seg.Info.WeightVersions, []tito.WeightSpan{{Version: "v1", Start: 0, End: 3}, {Version: "v2", Start: 3, End: seg.Length}}) {
+			t.Fatalf("segment info %+v", seg.Info)
+		}
+		versions := tr.TokenWeightVersions()
+		for i := range tr.TokenIDs {
+			want := ""
+			switch {
+			case i >= seg.Offset && i < seg.Offset+3:
+				want = "v1"
+			case tr.LossMask[i] == 1 || (i >= seg.Offset && i < seg.Offset+seg.Length):
+				want = "v2"
+			}
+			for _, s := range tr.Segments[2:] {
+				if s.Kind == tito.KindResponse && i >= s.Offset && i < s.Offset+s.Length {
+					want = "v2"
+				}
+			}
+			if versions[i] != want {
+				t.Fatalf("token %d has version %q, want %q", i, versions[i], want)
+			}
+			// with mask_offpolicy exactly the v1 tokens lose their loss mask
+			if mask && want == "v1" && tr.LossMask[i] != 0 || want == "v2" && tr.LossMask[i] != 1 || !mask && want == "v1" && tr.LossMask[i] != 1 {
+				t.Fatalf("mask_offpolicy=%v: token %d (version %q) has loss_mask %d", mask, i, want, tr.LossMask[i])
+			}
+		}
+		if tr.OffPolicyMasked != mask || mask && tr.Metrics["partial_rollout.offpolicy_masked_tokens"] != 3 {
+			t.Fatalf("offpolicy_masked %v metrics %v", tr.OffPolicyMasked, tr.Metrics)
+		}
+	}
+}
+
+// Under partial_rollout = "drop" the aborted turn ends the episode as aborted, as before.
+func TestPartialRolloutDrop(t *testing.T) {
+	g, agent := partialHarness(t, runtime.PartialDrop, false)
+	tr := agent.Run(context.Background(), runtime.Episode{ID: "d", Messages: []tito.Message{{Role: "user", Content: "What is 6*7?"}}})
+	if tr.Status != runtime.StatusAborted || len(g.reqs) != 1 {
+		t.Fatalf("status %s/%s after %d calls", tr.Status, tr.StatusReason, len(g.reqs))
+	}
+}
