@@ -137,6 +137,9 @@ func (a *Agent) Close(ctx context.Context) error {
 // Name is the agent's configured name.
 func (a *Agent) Name() string { return a.cfg.Name }
 
+// ResumesPartial reports partial_rollout = "resume": episodes that SGLang aborted are worth running again.
+func (a *Agent) ResumesPartial() bool { return a.cfg.PartialRollout == PartialResume }
+
 // ToolSpecs are the specs rendered into the first prompt, in plugin order.
 func (a *Agent) ToolSpecs() []json.RawMessage { return a.toolSpecs }
 
