@@ -363,6 +363,14 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 		resp, err := a.d.Generator.Generate(ctx, e.ep.ID, req)
 		done := time.Now()
 		e.since, e.waited = done, 0
+		var ae *sglang.AbortError
+		if errors.As(err, &ae) && ae.Response != nil && ctx.Err() == nil {
+			// *sglang.Client reports an abort as an error holding the partial response: treat it as the response
+			resp, err = ae.Response, nil
+			if resp.MetaInfo.FinishReason == nil {
+				resp.MetaInfo.FinishReason = &sglang.FinishReason{Type: sglang.FinishAbort, Message: ae.Message, StatusCode: ae.StatusCode}
+			}
+		}
 		if err != nil {
 			if ab, ok := a.d.Generator.(Aborter); ok && ctx.Err() != nil {
 				// Cancelled mid-generation: make sure the server stops working on it too.

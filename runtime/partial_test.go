@@ -2,12 +2,15 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
@@ -147,4 +150,100 @@ func TestPartialRolloutDrop(t *testing.T) {
 	if tr.Status != runtime.StatusAborted || len(g.reqs) != 1 {
 		t.Fatalf("status %s/%s after %d calls", tr.Status, tr.StatusReason, len(g.reqs))
 	}
+}
+
+// The real thing against the emulator and *sglang.Client (which reports the abort as an *AbortError holding
+// the partial response): a turn in flight is aborted by pause_generation(mode=abort), the weights move to v2
+// while paused, generation continues, and the episode resumes the turn. However many tokens the aborted call
+// had produced (the emulator's latency model decides; usually none, as the pause follows the request at once;
+// TestPartialRolloutResumesAbortedTurn covers a partial output deterministically), every invariant holds, a
+// resumed turn's spans go from v1 to v2, and mask_offpolicy zeroes exactly the v1 tokens.
+func TestPartialRolloutAcrossPauseAndUpdate(t *testing.T) {
+	ac := defaultAgent()
+	ac.PartialRollout, ac.MaskOffPolicy = runtime.PartialResume, true
+	ec := emulator.DefaultConfig()
+	ec.WeightVersion = "v1"
+	ec.Latency = emulator.Latency{PerOutputToken: 20 * time.Millisecond}
+	h := newHarness(t, ec, ac, fastRetry())
+	ctx := context.Background()
+	done := make(chan *tito.Trajectory, 1)
+	go func() {
+		done <- h.agent.Run(ctx, runtime.Episode{ID: "pu", Messages: []tito.Message{{Role: "user", Content: "What is 6*7?"}}})
+	}()
+	testutil.Until(t, "the episode's first /generate to be in flight", func() bool { return h.generating.Load() == 1 })
+	if err := h.client.PauseGeneration(ctx, "", sglang.PauseAbort); err != nil {
+		t.Fatal(err)
+	}
+	hr, err := http.Post(h.srv.URL+"/update_weight_version", "application/json", strings.NewReader(`{"new_version":"v2","abort_all_requests":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Body.Close()
+	if err := h.client.ContinueGeneration(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	tr, _ := testutil.Recv(t, "the episode to finish after the pause and update", done)
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Status != runtime.StatusCompleted {
+		t.Fatalf("status %s/%s %s", tr.Status, tr.StatusReason, tr.Error)
+	}
+	// every request extends the previous one + its output; the trajectory is the last request + its output
+	var reqs []wireReq
+	var resps []wireResp
+	for _, r := range h.log.records(t) {
+		if r.Path != "/generate" || r.Status != 200 || !strings.HasPrefix(r.RID, "pu.") {
+			continue
+		}
+		var q wireReq
+		var p wireResp
+		json.Unmarshal(r.Request, &q)
+		json.Unmarshal(r.Response, &p)
+		reqs, resps = append(reqs, q), append(resps, p)
+	}
+	var served []int32
+	for k := range reqs {
+		if k > 0 {
+			prev := append(slices.Clone(reqs[k-1].InputIDs), resps[k-1].OutputIDs...)
+			if !slices.Equal(reqs[k].InputIDs[:len(prev)], prev) {
+				t.Fatalf("request %d does not extend request %d + its output", k, k-1)
+			}
+		}
+		served = append(served, resps[k].OutputIDs...)
+	}
+	if n := len(reqs) - 1; !slices.Equal(tr.TokenIDs, append(slices.Clone(reqs[n].InputIDs), resps[n].OutputIDs...)) {
+		t.Fatal("trajectory is not the last request + its output")
+	}
+	// response tokens are the served outputs verbatim, in order
+	var resp []int32
+	for _, s := range tr.Segments {
+		if s.Kind == tito.KindResponse {
+			resp = append(resp, tr.TokenIDs[s.Offset:s.Offset+s.Length]...)
+		}
+	}
+	if !slices.Equal(resp, served) {
+		t.Fatal("response segments are not the served output_ids verbatim")
+	}
+	first := tr.Segments[1]
+	versions := tr.TokenWeightVersions()
+	v1 := 0
+	for i := first.Offset; i < first.Offset+first.Length; i++ {
+		if versions[i] == "v1" {
+			v1++
+		}
+	}
+	if first.Info.Resumed > 0 {
+		if first.Info.WeightVersions[0].Version != "v1" || first.Info.WeightVersions[len(first.Info.WeightVersions)-1].Version != "v2" {
+			t.Fatalf("resumed turn spans %+v", first.Info.WeightVersions)
+		}
+	} else if v1 != 0 {
+		t.Fatalf("the aborted call produced nothing, yet %d tokens are v1", v1)
+	}
+	for i, v := range versions {
+		if v == "v1" && tr.LossMask[i] != 0 || v == "v2" && tr.LossMask[i] != 1 {
+			t.Fatalf("token %d (%s) has loss_mask %d", i, v, tr.LossMask[i])
+		}
+	}
+	t.Logf("aborted call kept %d tokens (resumed %d)", v1, first.Info.Resumed)
 }
