@@ -247,3 +247,42 @@ func TestPartialRolloutAcrossPauseAndUpdate(t *testing.T) {
 	}
 	t.Logf("aborted call kept %d tokens (resumed %d)", v1, first.Info.Resumed)
 }
+
+// alwaysAborting answers every call with one token and finish_reason abort: a server that never lets a turn end.
+type alwaysAborting struct{ calls int }
+
+func (g *alwaysAborting) Generate(ctx context.Context, ep string, req *sglang.GenerateRequest) (*sglang.GenerateResponse, error) {
+	g.calls++
+	n := len(req.InputIDs)
+	in := make([]sglang.LogprobEntry, n-req.LogprobStartLen)
+	in[0].Null = true
+	for i := 1; i < len(in); i++ {
+		in[i].Logprob = -1
+	}
+	return &sglang.GenerateResponse{OutputIDs: []int32{100}, MetaInfo: sglang.MetaInfo{
+		FinishReason: &sglang.FinishReason{Type: sglang.FinishAbort, Message: "Aborted"}, WeightVersion: "v1",
+		InputTokenLogprobs: in, OutputTokenLogprobs: []sglang.LogprobEntry{{Logprob: -0.5, TokenID: 100}},
+	}}, nil
+}
+
+// Resuming is bounded: a turn aborted again and again ends the episode as aborted, its trajectory still valid.
+func TestPartialRolloutResumesAreBounded(t *testing.T) {
+	ac := defaultAgent()
+	ac.PartialRollout = runtime.PartialResume
+	g := &alwaysAborting{}
+	agent, err := runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: g, Model: qwen3,
+		MaxModelLen: func(context.Context) (int, error) { return 4096, nil }, Server: "fake"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := agent.Run(context.Background(), runtime.Episode{ID: "b", Messages: []tito.Message{{Role: "user", Content: "hi"}}})
+	if tr.Status != runtime.StatusAborted || g.calls != 17 {
+		t.Fatalf("status %s/%s after %d calls", tr.Status, tr.StatusReason, g.calls)
+	}
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if seg := tr.Segments[len(tr.Segments)-1]; seg.Length != 16 || seg.Info.Resumed != 15 {
+		t.Fatalf("last segment %+v", seg)
+	}
+}
