@@ -482,6 +482,25 @@ func writeJSONString(b *bytes.Buffer, s string) {
 	b.WriteByte('"')
 }
 
+// replaceInvalidUTF8 replaces each byte that is not part of valid UTF-8 by U+FFFD, as writeJSONString does for
+// the messages, so text located in a render is written the same way there.
+func replaceInvalidUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
 func jsonString(s string) []byte {
 	b, _ := json.Marshal(s)
 	return b
@@ -553,6 +572,11 @@ func writeGoValue(b *bytes.Buffer, v any) error {
 // is inside the first new message, after everything the template writes for the history.
 const deltaMark = "\u2063agentrt-delta-probe"
 
+// ErrHistoryDependsOnNew: the template writes the history differently depending on what the new messages say
+// (Qwen3 treats a user message wrapped in <tool_response> tags as a tool result when it decides which turns keep
+// their reasoning), so no delta appended to the history's tokens can equal the full render.
+var ErrHistoryDependsOnNew = errors.New("tito: render delta: the template renders the history differently depending on the new message's content")
+
 // RenderDelta renders the messages appended after history (which ends with the model's turn) as the text to
 // append to the token stream: transformers' render of history + newMsgs, cut after the history's end-of-turn
 // token (or before the stop token that begins the next message, see StartsNextMessage). History is never
@@ -590,7 +614,7 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	if err != nil {
 		return "", err
 	}
-	full, probe, terr := t.engine.renderPair(p.vars, msgs, len(history), t.defuse(first.Content)+deltaMark, o.AddGenerationPrompt, t.now())
+	full, probe, terr := t.engine.renderPair(p.vars, msgs, len(history), t.defuse(replaceInvalidUTF8(first.Content))+deltaMark, o.AddGenerationPrompt, t.now())
 	if terr != nil {
 		terr.Name = t.name
 		return "", terr
@@ -607,7 +631,7 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 		return "", fmt.Errorf("tito: render delta: no end-of-turn token %q before the new messages in %q", t.stops, tmplTail(probe[:at]))
 	}
 	if len(full) < cut || full[:cut] != probe[:cut] {
-		return "", fmt.Errorf("tito: render delta: the template renders the history differently depending on the new message's content (near %q)", tmplTail(probe[:cut]))
+		return "", fmt.Errorf("%w (near %q)", ErrHistoryDependsOnNew, tmplTail(probe[:cut]))
 	}
 	if err := t.checkLastTurn(probe[:cut], &history[len(history)-1]); err != nil {
 		return "", err

@@ -326,6 +326,15 @@ func FuzzRenderDelta(f *testing.F) {
 		for fam, tpl := range tpls {
 			o := RenderOptions{Tools: tools, AddGenerationPrompt: true}
 			delta, err := tpl.RenderDelta(history, newMsgs, o)
+			// Qwen3 reads a user message wrapped in <tool_response> tags as a tool result when it decides which
+			// turns keep their reasoning: the history can then render differently, which RenderDelta must say.
+			// No other input may make the history depend on the new message.
+			if errors.Is(err, ErrHistoryDependsOnNew) {
+				if fam != "qwen3" || asTool || !strings.HasPrefix(b, "<tool_response>") || !strings.HasSuffix(b, "</tool_response>") {
+					t.Fatalf("%s: %v", fam, err)
+				}
+				continue
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", fam, err)
 			}
