@@ -364,8 +364,8 @@ func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 		done := time.Now()
 		e.since, e.waited = done, 0
 		var ae *sglang.AbortError
-		if errors.As(err, &ae) && ae.Response != nil && ctx.Err() == nil {
-			// *sglang.Client reports an abort as an error holding the partial response: treat it as the response
+		if a.cfg.PartialRollout == PartialResume && errors.As(err, &ae) && ae.Response != nil && ctx.Err() == nil {
+			// *sglang.Client reports an abort as an error holding the partial response: resume from it
 			resp, err = ae.Response, nil
 			if resp.MetaInfo.FinishReason == nil {
 				resp.MetaInfo.FinishReason = &sglang.FinishReason{Type: sglang.FinishAbort, Message: ae.Message, StatusCode: ae.StatusCode}
