@@ -286,3 +286,58 @@ func TestPartialRolloutResumesAreBounded(t *testing.T) {
 		t.Fatalf("last segment %+v", seg)
 	}
 }
+
+// Serve mode: a trainer's pause(abort) aborts the turn in flight; under "resume" its continuation waits at the
+// pause gate (no /generate while paused), and after the weight update and resume it runs on the new weights.
+func TestServicePauseAbortResumesTurn(t *testing.T) {
+	ac := defaultAgent()
+	ac.PartialRollout = runtime.PartialResume
+	ec := emulator.DefaultConfig()
+	ec.WeightVersion = "v1"
+	ec.Latency = emulator.Latency{PerOutputToken: 20 * time.Millisecond}
+	gate := &runtime.Gate{}
+	h := newHarnessWith(t, ec, ac, fastRetry(), gate)
+	svc, err := runtime.NewService(map[string]*runtime.Agent{"calc": h.agent}, 8, gate, h.client, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	out := &emitter{}
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx, request("pa", 1, "What is 6*7?"), out) }()
+	testutil.Until(t, "the episode's first /generate to be in flight", func() bool { return h.generating.Load() == 1 })
+	if err := svc.Pause(ctx, sglang.PauseAbort); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Until(t, "the aborted turn's continuation to wait at the pause gate", func() bool { return gate.Waiting() == 1 })
+	if n := generates(t, h); n != 1 {
+		t.Fatalf("%d /generate calls before the resume, want only the aborted one", n)
+	}
+	hr, err := http.Post(h.srv.URL+"/update_weight_version", "application/json", strings.NewReader(`{"new_version":"v2"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hr.Body.Close()
+	if err := svc.Resume(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err, _ := testutil.Recv(t, "Run to finish after the resume", done); err != nil {
+		t.Fatal(err)
+	}
+	trs := out.trajectories(t)
+	if len(trs) != 1 || trs[0].Status != runtime.StatusCompleted {
+		t.Fatalf("after resume: %+v", trs)
+	}
+	tr := trs[0]
+	if err := tr.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// the turn's last call ran on v2, and every response token after the abort is v2's
+	first := tr.Segments[1]
+	if first.Info.WeightVersion != "v2" {
+		t.Fatalf("first turn info %+v", first.Info)
+	}
+	if k := len(tr.WeightVersions); k == 0 || tr.WeightVersions[k-1].Version != "v2" {
+		t.Fatalf("trajectory spans %+v", tr.WeightVersions)
+	}
+}
