@@ -112,3 +112,17 @@ func TestResponseSpansChecked(t *testing.T) {
 		t.Fatalf("span over a prompt: %v", err)
 	}
 }
+
+// Spans read from bad JSON never make the per-token view or the masking panic.
+func TestBadSpansDoNotPanic(t *testing.T) {
+	tr := NewTrajectory()
+	mustNoErr(t, tr.AppendPrompt([]int32{1, 2}))
+	mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{5, 6})))
+	tr.WeightVersions = []WeightSpan{{"a", -5, 1}, {"b", 3, 99}}
+	if got := tr.TokenWeightVersions(); !slices.Equal(got, []string{"a", "", "", "b"}) {
+		t.Fatalf("per-token %q", got)
+	}
+	if n := tr.MaskOffPolicy(); n != 0 || tr.OffPolicyMasked {
+		t.Fatalf("masked %d tokens of invalid spans", n)
+	}
+}

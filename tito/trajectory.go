@@ -574,7 +574,7 @@ func (t *Trajectory) lastVersion() string {
 func (t *Trajectory) TokenWeightVersions() []string {
 	out := make([]string, len(t.TokenIDs))
 	for _, w := range t.WeightVersions {
-		for i := w.Start; i < w.End && i < len(out); i++ {
+		for i := max(w.Start, 0); i < min(w.End, len(out)); i++ { // spans read from bad JSON may lie outside
 			out[i] = w.Version
 		}
 	}
@@ -586,7 +586,7 @@ func (t *Trajectory) TokenWeightVersions() []string {
 // more responses) and returns how many tokens it masked. Versions only move forward, so "older" is "not the
 // last".
 func (t *Trajectory) MaskOffPolicy() int {
-	if t.consistent() != nil || t.OffPolicyMasked {
+	if t.consistent() != nil || t.validateSpans() != nil || t.OffPolicyMasked {
 		return 0
 	}
 	last, masked := t.lastVersion(), 0
@@ -636,6 +636,9 @@ type SlimeSample struct {
 	RolloutLogProbs Logprobs `json:"rollout_log_probs"` // over the response part, all real values
 	Reward          *float64 `json:"reward"`
 	Status          string   `json:"status"`
+	// WeightVersions is the weight version of every model call, in order (a turn resumed across a weight
+	// update contributes each of its spans' versions); empty when the server reported none.
+	WeightVersions []string `json:"weight_versions"`
 }
 
 // SlimeSample exports the trajectory for slime. A trailing prompt that was never sent is left out, so every
@@ -655,5 +658,26 @@ func (t *Trajectory) SlimeSample() SlimeSample {
 		RolloutLogProbs: slices.Clone(t.Logprobs[start:end]),
 		Reward:          t.Reward,
 		Status:          t.Status,
+		WeightVersions:  t.callVersions(),
 	}
+}
+
+// callVersions lists the weight version of every model call from the response segments' provenance.
+func (t *Trajectory) callVersions() []string {
+	out := []string{}
+	for _, s := range t.Segments {
+		if s.Kind != KindResponse || s.Info == nil {
+			continue
+		}
+		if len(s.Info.WeightVersions) == 0 {
+			if s.Info.WeightVersion != "" {
+				out = append(out, s.Info.WeightVersion)
+			}
+			continue
+		}
+		for _, w := range s.Info.WeightVersions {
+			out = append(out, w.Version)
+		}
+	}
+	return out
 }
