@@ -137,6 +137,9 @@ func (a *Agent) Close(ctx context.Context) error {
 // Name is the agent's configured name.
 func (a *Agent) Name() string { return a.cfg.Name }
 
+// ResumesPartial reports partial_rollout = "resume": episodes that SGLang aborted are worth running again.
+func (a *Agent) ResumesPartial() bool { return a.cfg.PartialRollout == PartialResume }
+
 // ToolSpecs are the specs rendered into the first prompt, in plugin order.
 func (a *Agent) ToolSpecs() []json.RawMessage { return a.toolSpecs }
 
@@ -309,93 +312,147 @@ func (e *episode) appendPrompt(ids []int32) bool {
 	return true
 }
 
-// generate makes one model call: clamp to the context window, call SGLang, append the response verbatim. It
-// returns the output ids, or false when the episode ended.
+// maxResumes bounds how often one turn is continued after an abort, so that a server that aborts every
+// request cannot hold an episode forever.
+const maxResumes = 16
+
+// generate makes one model call: clamp to the context window, call SGLang, append the response verbatim. A
+// response aborted by a pause or weight update is, under partial_rollout = "resume", kept verbatim and
+// continued on the new weights (the same turn, input = trajectory + partial output) until it finishes. It
+// returns the turn's output ids, or false when the episode ended.
 func (e *episode) generate(ctx context.Context) ([]int32, bool) {
 	a := e.a
-	ids, start := e.traj.NextRequest()
-	room := a.d.ContextWindow - len(ids)
-	if room <= 0 {
-		e.finish(StatusTruncated, ReasonContextWindow, "")
-		return nil, false
-	}
-	maxNew := min(e.sampling.MaxNewTokens, room)
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop {
 		return nil, false
 	}
-	tw := time.Now()
-	if err := a.d.Gate.Wait(ctx); err != nil {
-		e.generateFailed(ctx, err)
-		return nil, false
-	}
-	e.waited += time.Since(tw)
-	req := &sglang.GenerateRequest{
-		InputIDs:        ids,
-		SamplingParams:  e.samplingParams(maxNew),
-		ReturnLogprob:   true,
-		LogprobStartLen: start,
-		RID:             fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls),
-	}
-	t0 := time.Now()
-	own := t0.Sub(e.since) - e.waited
-	resp, err := a.d.Generator.Generate(ctx, e.ep.ID, req)
-	done := time.Now()
-	e.since, e.waited = done, 0
-	if err != nil {
-		if ab, ok := a.d.Generator.(Aborter); ok && ctx.Err() != nil {
-			// Cancelled mid-generation: make sure the server stops working on it too.
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			ab.AbortRequest(actx, req.RID)
-			cancel()
+	var (
+		turnIDs []int32 // the turn's output so far (partial outputs of aborted calls, then the last)
+		partial bool    // the trajectory ends in an aborted response segment of this turn
+		cut     bool    // the last call's max_new_tokens was cut to the context window's room
+		fr      *sglang.FinishReason
+	)
+	for resumes := 0; ; resumes++ {
+		ids, start := e.traj.NextRequest()
+		room := a.d.ContextWindow - len(ids)
+		if room <= 0 {
+			e.finish(StatusTruncated, ReasonContextWindow, "")
+			return nil, false
 		}
-		e.generateFailed(ctx, err)
-		return nil, false
-	}
-	fr := resp.MetaInfo.FinishReason
-	if fr != nil && fr.Type == sglang.FinishAbort {
-		e.finish(StatusAborted, ReasonAbortedByRequest, "sglang aborted the request: "+fr.Message)
-		return nil, false
-	}
-	out := tito.Response{
-		InputIDs:        ids,
-		LogprobStartLen: start,
-		InputLogprobs:   inputLogprobs(resp.MetaInfo.InputTokenLogprobs),
-		OutputIDs:       resp.OutputIDs,
-		OutputLogprobs:  outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
-		Turn: tito.TurnInfo{
-			Server:         resp.Server,
-			RID:            resp.MetaInfo.ID,
-			WeightVersion:  resp.MetaInfo.WeightVersion,
-			WeightVersions: weightSpans(resp.MetaInfo.WeightVersions),
-			CachedTokens:   resp.MetaInfo.CachedTokens,
-			PromptTokens:   resp.MetaInfo.PromptTokens,
-			FinishReason:   finishString(fr),
-			LatencyMS:      millis(done.Sub(t0)),
-			OverheadMS:     millis(own + resp.ClientTime),
-		},
-	}
-	if err := e.traj.AppendResponse(out); err != nil {
-		e.finish(StatusFailed, ReasonInvariant, err.Error())
-		return nil, false
+		budget := e.sampling.MaxNewTokens - len(turnIDs)
+		maxNew := min(budget, room)
+		cut = maxNew < budget
+		tw := time.Now()
+		if err := a.d.Gate.Wait(ctx); err != nil {
+			e.generateFailed(ctx, err)
+			return nil, false
+		}
+		e.waited += time.Since(tw)
+		rid := fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls)
+		if resumes > 0 {
+			rid = fmt.Sprintf("%s.r%d", rid, resumes)
+		}
+		req := &sglang.GenerateRequest{
+			InputIDs:        ids,
+			SamplingParams:  e.samplingParams(maxNew),
+			ReturnLogprob:   true,
+			LogprobStartLen: start,
+			RID:             rid,
+		}
+		t0 := time.Now()
+		own := t0.Sub(e.since) - e.waited
+		resp, err := a.d.Generator.Generate(ctx, e.ep.ID, req)
+		done := time.Now()
+		e.since, e.waited = done, 0
+		var ae *sglang.AbortError
+		if a.cfg.PartialRollout == PartialResume && errors.As(err, &ae) && ae.Response != nil && ctx.Err() == nil {
+			// *sglang.Client reports an abort as an error holding the partial response: resume from it
+			resp, err = ae.Response, nil
+			if resp.MetaInfo.FinishReason == nil {
+				resp.MetaInfo.FinishReason = &sglang.FinishReason{Type: sglang.FinishAbort, Message: ae.Message, StatusCode: ae.StatusCode}
+			}
+		}
+		if err != nil {
+			if ab, ok := a.d.Generator.(Aborter); ok && ctx.Err() != nil {
+				// Cancelled mid-generation: make sure the server stops working on it too.
+				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				ab.AbortRequest(actx, req.RID)
+				cancel()
+			}
+			e.generateFailed(ctx, err)
+			return nil, false
+		}
+		fr = resp.MetaInfo.FinishReason
+		aborted := fr != nil && fr.Type == sglang.FinishAbort
+		if aborted && !e.resumable(ctx, fr, resumes) {
+			e.finish(StatusAborted, ReasonAbortedByRequest, "sglang aborted the request: "+fr.Message)
+			return nil, false
+		}
+		if aborted && len(resp.OutputIDs) == 0 {
+			continue // nothing generated yet: simply ask again once the pause is over
+		}
+		out := tito.Response{
+			InputIDs:        ids,
+			LogprobStartLen: start,
+			InputLogprobs:   inputLogprobs(resp.MetaInfo.InputTokenLogprobs),
+			OutputIDs:       resp.OutputIDs,
+			OutputLogprobs:  outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
+			Turn: tito.TurnInfo{
+				Server:         resp.Server,
+				RID:            resp.MetaInfo.ID,
+				WeightVersion:  resp.MetaInfo.WeightVersion,
+				WeightVersions: weightSpans(resp.MetaInfo.WeightVersions),
+				CachedTokens:   resp.MetaInfo.CachedTokens,
+				PromptTokens:   resp.MetaInfo.PromptTokens,
+				FinishReason:   finishString(fr),
+				LatencyMS:      millis(done.Sub(t0)),
+				OverheadMS:     millis(own + resp.ClientTime),
+			},
+		}
+		add := e.traj.AppendResponse
+		if partial {
+			add = e.traj.AppendContinuation
+		}
+		if err := add(out); err != nil {
+			e.finish(StatusFailed, ReasonInvariant, err.Error())
+			return nil, false
+		}
+		turnIDs = append(turnIDs, resp.OutputIDs...)
+		e.counts.ResponseTokens += len(resp.OutputIDs)
+		if !aborted {
+			break
+		}
+		partial = true
+		if len(turnIDs) >= e.sampling.MaxNewTokens {
+			// the partial output already used the turn's budget: it ends as a length finish would
+			fr, cut = &sglang.FinishReason{Type: sglang.FinishLength}, false
+			break
+		}
 	}
 	e.lastStop = -1
-	if n := len(resp.OutputIDs); n > 0 && a.stop[resp.OutputIDs[n-1]] {
-		e.lastStop = resp.OutputIDs[n-1]
+	if n := len(turnIDs); n > 0 && a.stop[turnIDs[n-1]] {
+		e.lastStop = turnIDs[n-1]
 	}
 	e.counts.ModelCalls++
-	e.counts.ResponseTokens += len(resp.OutputIDs)
 	if fr != nil && fr.Type == sglang.FinishLength {
-		e.final = e.decodeResponse(resp.OutputIDs)
+		e.final = e.decodeResponse(turnIDs)
 		e.dispatch(ctx, &abi.Event{Event: abi.EventAfterModelCall, Response: &abi.ModelResponse{Text: e.final, FinishReason: fr.Type}})
 		e.addMessage(ctx, tito.Message{Role: "assistant", Content: e.final})
-		if maxNew < e.sampling.MaxNewTokens {
+		if cut {
 			e.finish(StatusTruncated, ReasonContextWindow, "")
 		} else {
 			e.finish(StatusTruncated, ReasonLength, "")
 		}
 		return nil, false
 	}
-	return resp.OutputIDs, true
+	return turnIDs, true
+}
+
+// resumable says whether an aborted call is continued: partial_rollout = "resume", the episode itself was not
+// cancelled, the abort is not a scheduler-side error (a 4xx, such as an over-long input), and the turn has
+// not been resumed maxResumes times already.
+func (e *episode) resumable(ctx context.Context, fr *sglang.FinishReason, resumes int) bool {
+	return e.a.cfg.PartialRollout == PartialResume && ctx.Err() == nil &&
+		(fr.StatusCode == 0 || fr.StatusCode >= 500) && resumes < maxResumes
 }
 
 func (e *episode) generateFailed(ctx context.Context, err error) {
@@ -697,6 +754,18 @@ func (e *episode) end(ctx context.Context) {
 		// Prompt tokens appended after the last response were never sent: the trajectory ends on that response
 		// (DESIGN.md invariant 1: final trajectory = last input_ids + last output_ids).
 		t.DropPending()
+	}
+	resumed := 0
+	for _, sg := range t.Segments {
+		if sg.Info != nil {
+			resumed += sg.Info.Resumed
+		}
+	}
+	if resumed > 0 {
+		t.SetMetric("partial_rollout.resumed_calls", float64(resumed))
+	}
+	if e.a.cfg.MaskOffPolicy {
+		t.SetMetric("partial_rollout.offpolicy_masked_tokens", float64(t.MaskOffPolicy()))
 	}
 	if err := t.Validate(); err != nil && t.Status != StatusFailed {
 		t.Status, t.StatusReason, t.Error = StatusFailed, ReasonInvariant, err.Error()

@@ -86,10 +86,17 @@ type AgentConfig struct {
 	// model and the episode continues) or "stop" (the episode ends as completed with the parse errors counted).
 	ParseErrors string `toml:"parse_errors"`
 	// EpisodeTimeout bounds one episode; past it the episode is aborted (reason deadline).
-	EpisodeTimeout Duration       `toml:"episode_timeout"`
-	Tools          []PluginConfig `toml:"tools"`
-	Hooks          []PluginConfig `toml:"hooks"`
-	Reward         *PluginConfig  `toml:"reward"`
+	EpisodeTimeout Duration `toml:"episode_timeout"`
+	// PartialRollout is what happens to a turn that SGLang aborts mid-generation (pause_generation mode
+	// "abort", a weight update): "drop" ends the episode as aborted; "resume" keeps the partial output
+	// verbatim and continues the same turn on the new weights (weight_versions record which made which token).
+	PartialRollout string `toml:"partial_rollout"`
+	// MaskOffPolicy sets loss_mask 0 on response tokens of an older weight version than the trajectory's last
+	// (slime's --mask-offpolicy-in-partial-rollout); the trajectory says so with offpolicy_masked.
+	MaskOffPolicy bool           `toml:"mask_offpolicy"`
+	Tools         []PluginConfig `toml:"tools"`
+	Hooks         []PluginConfig `toml:"hooks"`
+	Reward        *PluginConfig  `toml:"reward"`
 }
 
 // PluginConfig names a plugin (a built-in such as "builtin:calculator", or a .wasm file) and its settings.
@@ -205,11 +212,18 @@ func (c *Config) UsesEmulator() bool {
 // DefaultAgent returns the defaults each [[agent]] table is decoded over.
 func DefaultAgent() AgentConfig {
 	return AgentConfig{
-		Sampling:    Sampling{MaxNewTokens: 1024},
-		ToolTimeout: Duration{30 * time.Second},
-		ParseErrors: "feedback",
+		Sampling:       Sampling{MaxNewTokens: 1024},
+		ToolTimeout:    Duration{30 * time.Second},
+		ParseErrors:    "feedback",
+		PartialRollout: PartialDrop,
 	}
 }
+
+// The partial_rollout policies.
+const (
+	PartialDrop   = "drop"
+	PartialResume = "resume"
+)
 
 // FieldError is a validation error tied to a config key, so the loader can name the file and line.
 type FieldError struct {
@@ -266,6 +280,9 @@ func (c *Config) Validate() error {
 		}
 		if a.ParseErrors != "feedback" && a.ParseErrors != "stop" {
 			return &FieldError{"agent.parse_errors", fmt.Sprintf("agent %q: %q is not a policy (use \"feedback\" or \"stop\")", a.Name, a.ParseErrors)}
+		}
+		if a.PartialRollout != PartialDrop && a.PartialRollout != PartialResume {
+			return &FieldError{"agent.partial_rollout", fmt.Sprintf("agent %q: %q is not a policy (use \"drop\" or \"resume\")", a.Name, a.PartialRollout)}
 		}
 		if a.ContextWindow < 0 {
 			return &FieldError{"agent.context_window", fmt.Sprintf("agent %q: must be >= 0", a.Name)}

@@ -212,7 +212,8 @@ func (s *Service) Run(ctx context.Context, req stream.RolloutRequest, out stream
 }
 
 // Pause implements stream.Runner: no new turn starts until Resume; SGLang is paused with mode (abort: running
-// generations end as aborted; retract and in_place keep them).
+// generations end as aborted, or under partial_rollout = "resume" continue after Resume; retract and in_place
+// keep them).
 func (s *Service) Pause(ctx context.Context, mode string) error {
 	s.gate.Close()
 	if s.ctl == nil {

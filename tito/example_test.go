@@ -72,6 +72,6 @@ func Example_trajectory() {
 	// turn 0 sends: [1 4 5 3] logprob_start_len: -1
 	// response text: "hello ! <eot>"
 	// turn 1 sends: [1 4 5 3 4 6 3 1 5 3] logprob_start_len: 6
-	// {"tokens":[1,4,5,3,4,6,3,1,5,3,5,3],"response_length":8,"loss_mask":[1,1,1,0,0,0,1,1],"rollout_log_probs":[-0.75,-0.125,-0.0625,-3,-1,-0.25,-0.5,-0.25],"reward":null,"status":"completed"}
+	// {"tokens":[1,4,5,3,4,6,3,1,5,3,5,3],"response_length":8,"loss_mask":[1,1,1,0,0,0,1,1],"rollout_log_probs":[-0.75,-0.125,-0.0625,-3,-1,-0.25,-0.5,-0.25],"reward":null,"status":"completed","weight_versions":[]}
 	// tito: prefix invariant violated at turn 2, index 1: input_ids (2 tokens) are not the trajectory (13 tokens): they differ first at index 1 (sent 9, trajectory has 4)
 }

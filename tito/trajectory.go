@@ -54,6 +54,10 @@ type TurnInfo struct {
 	// start for the first call) to this request, minus time spent in tools and paused for weight updates,
 	// plus encoding this request and decoding its response. Everything but waiting on SGLang and tools.
 	OverheadMS float64 `json:"overhead_ms"`
+	// Resumed counts the calls that continued this response after it came back aborted (partial rollouts
+	// across weight updates, Trajectory.AppendContinuation); the fields above then describe the last call,
+	// WeightVersions all of them, LatencyMS and OverheadMS their sum.
+	Resumed int `json:"resumed,omitempty"`
 }
 
 // Response is what one /generate call returned, with what was sent, for Trajectory.AppendResponse.
@@ -73,6 +77,42 @@ type Response struct {
 	Turn TurnInfo
 }
 
+// outputSpans returns the response's version spans shifted to trajectory positions starting at off: SGLang's
+// meta_info.weight_versions when it sent them, else one span of meta_info.weight_version, else none.
+func (r *Response) outputSpans(turn, off int) ([]WeightSpan, error) {
+	n := len(r.OutputIDs)
+	if len(r.Turn.WeightVersions) == 0 {
+		if r.Turn.WeightVersion == "" {
+			return nil, nil
+		}
+		return []WeightSpan{{Version: r.Turn.WeightVersion, Start: off, End: off + n}}, nil
+	}
+	out := make([]WeightSpan, 0, len(r.Turn.WeightVersions))
+	at := 0
+	for i, w := range r.Turn.WeightVersions {
+		if w.Start != at || w.End <= w.Start || w.End > n {
+			return nil, invariantErr(ErrAlignment, turn, off+at, "weight_versions span %d [%d, %d) does not continue the spans at %d within the %d output ids", i, w.Start, w.End, at, n)
+		}
+		out = append(out, WeightSpan{Version: w.Version, Start: off + w.Start, End: off + w.End})
+		at = w.End
+	}
+	if at != n {
+		return nil, invariantErr(ErrAlignment, turn, off+at, "weight_versions spans cover %d of the %d output ids", at, n)
+	}
+	return out, nil
+}
+
+// appendSpans appends spans, merging one that continues the last span with the same version.
+func (t *Trajectory) appendSpans(spans []WeightSpan) {
+	for _, w := range spans {
+		if k := len(t.WeightVersions); k > 0 && t.WeightVersions[k-1].End == w.Start && t.WeightVersions[k-1].Version == w.Version {
+			t.WeightVersions[k-1].End = w.End
+			continue
+		}
+		t.WeightVersions = append(t.WeightVersions, w)
+	}
+}
+
 // Trajectory is one episode's token-exact record: flat, aligned token ids, loss mask and logprobs, the
 // segments that tile them, and what made them. The agent loop builds it with AppendPrompt, NextRequest and
 // AppendResponse, which check every invariant of DESIGN.md and return an *InvariantError rather than repair
@@ -87,21 +127,28 @@ type Response struct {
 // A Trajectory is not safe for concurrent use; one episode owns it. The exported fields may be read freely;
 // modify the token arrays and segments only through the methods (Validate re-checks everything).
 type Trajectory struct {
-	ID           string          `json:"id"`
-	ItemID       string          `json:"item_id,omitempty"`
-	GroupID      string          `json:"group_id,omitempty"`
-	SampleIndex  int             `json:"sample_index"`
-	Status       string          `json:"status"`                  // completed, truncated, aborted, failed ("" while running)
-	StatusReason string          `json:"status_reason,omitempty"` // why it ended (length, context_window, ...)
-	Error        string          `json:"error,omitempty"`         // what failed, for failed and aborted trajectories
-	TokenIDs     []int32         `json:"token_ids"`
-	LossMask     Mask            `json:"loss_mask"`
-	Logprobs     Logprobs        `json:"logprobs"`
-	Segments     []Segment       `json:"segments"`
-	Messages     json.RawMessage `json:"messages"` // the conversation, as the chat template saw it
-	Reward       *float64        `json:"reward"`
-	Label        json.RawMessage `json:"label,omitempty"`
-	Metadata     json.RawMessage `json:"metadata,omitempty"`
+	ID           string   `json:"id"`
+	ItemID       string   `json:"item_id,omitempty"`
+	GroupID      string   `json:"group_id,omitempty"`
+	SampleIndex  int      `json:"sample_index"`
+	Status       string   `json:"status"`                  // completed, truncated, aborted, failed ("" while running)
+	StatusReason string   `json:"status_reason,omitempty"` // why it ended (length, context_window, ...)
+	Error        string   `json:"error,omitempty"`         // what failed, for failed and aborted trajectories
+	TokenIDs     []int32  `json:"token_ids"`
+	LossMask     Mask     `json:"loss_mask"`
+	Logprobs     Logprobs `json:"logprobs"`
+	// WeightVersions say which weights generated which tokens: spans [Start, End) of token_ids, in order, inside
+	// response segments, one per version change (a turn generated across a weight update has two). Response
+	// tokens of a server that reports no version have none. TokenWeightVersions expands them per token.
+	WeightVersions []WeightSpan `json:"weight_versions,omitempty"`
+	// OffPolicyMasked says MaskOffPolicy ran: loss_mask is 0 on the response tokens of a version older than
+	// the trajectory's last (the declared exception to "loss_mask is 1 exactly on response tokens").
+	OffPolicyMasked bool            `json:"offpolicy_masked,omitempty"`
+	Segments        []Segment       `json:"segments"`
+	Messages        json.RawMessage `json:"messages"` // the conversation, as the chat template saw it
+	Reward          *float64        `json:"reward"`
+	Label           json.RawMessage `json:"label,omitempty"`
+	Metadata        json.RawMessage `json:"metadata,omitempty"`
 	// Provenance records what made the trajectory: ProvTokenizerSHA256, ProvTemplateSHA256, ProvPlugins
 	// (name -> sha256), ProvSamplingParams, and anything else the runtime adds.
 	Provenance map[string]any     `json:"provenance"`
@@ -226,6 +273,23 @@ func (t *Trajectory) NextRequest() (inputIDs []int32, logprobStartLen int) {
 //     len(InputIDs) - LogprobStartLen (0 when LogprobStartLen is -1), the first input logprob is not null or a later one is null or not
 //     finite, or len(OutputLogprobs) != len(OutputIDs), or an output logprob is not finite.
 func (t *Trajectory) AppendResponse(r Response) error {
+	return t.appendResponse(r, false)
+}
+
+// AppendContinuation appends the output of a call that continued an aborted response (a partial rollout
+// resumed after a weight update): the request was the whole trajectory, partial output included, and its
+// output extends the last response segment, whose Info then describes all its calls (the weight spans of
+// each, the last call's version, finish reason and rid, the summed latency, Resumed counted up).
+//
+// # Errors
+//
+// Those of AppendResponse, and ErrSequence when the trajectory does not end in a response that finished
+// with "abort".
+func (t *Trajectory) AppendContinuation(r Response) error {
+	return t.appendResponse(r, true)
+}
+
+func (t *Trajectory) appendResponse(r Response, cont bool) error {
 	turn := t.turns
 	n := len(t.TokenIDs)
 	if err := t.consistent(); err != nil {
@@ -234,7 +298,16 @@ func (t *Trajectory) AppendResponse(r Response) error {
 	if n == 0 {
 		return invariantErr(ErrSequence, turn, -1, "a response needs a prompt before it (the trajectory is empty)")
 	}
-	if t.Segments[len(t.Segments)-1].Kind != KindPrompt {
+	if t.OffPolicyMasked {
+		return invariantErr(ErrSequence, turn, n, "the trajectory's off-policy tokens are masked: it takes no more responses")
+	}
+	last := t.Segments[len(t.Segments)-1]
+	if cont {
+		turn--
+		if last.Kind != KindResponse || last.Info == nil || last.Info.FinishReason != "abort" {
+			return invariantErr(ErrSequence, turn, n, "a continuation must follow a response that finished with abort")
+		}
+	} else if last.Kind != KindPrompt {
 		return invariantErr(ErrSequence, turn, n, "a response must follow a prompt, and the trajectory already ends in a response")
 	}
 	if len(r.OutputIDs) == 0 {
@@ -282,23 +355,64 @@ func (t *Trajectory) AppendResponse(r Response) error {
 			return invariantErr(ErrSequence, turn, n+i, "output id %d is negative", id)
 		}
 	}
+	spans, err := r.outputSpans(turn, n)
+	if err != nil {
+		return err
+	}
 
 	for i := t.pending; i < n && r.LogprobStartLen >= 0; i++ {
 		if i > 0 { // token 0 never has a logprob
 			t.Logprobs[i] = *r.InputLogprobs[i-r.LogprobStartLen]
 		}
 	}
-	info := r.Turn
-	t.Segments = append(t.Segments, Segment{Kind: KindResponse, Offset: n, Length: len(r.OutputIDs), Turn: turn, Info: &info})
+	if cont {
+		seg := &t.Segments[len(t.Segments)-1]
+		seg.Info = continuedInfo(*seg.Info, r.Turn, seg.Length, len(r.OutputIDs))
+		seg.Length += len(r.OutputIDs)
+	} else {
+		info := r.Turn
+		t.Segments = append(t.Segments, Segment{Kind: KindResponse, Offset: n, Length: len(r.OutputIDs), Turn: turn, Info: &info})
+	}
 	t.TokenIDs = append(t.TokenIDs, r.OutputIDs...)
 	t.LossMask = slices.Grow(t.LossMask, len(r.OutputIDs))[:len(t.TokenIDs)]
 	for i := n; i < len(t.LossMask); i++ {
 		t.LossMask[i] = 1
 	}
 	t.Logprobs = append(t.Logprobs, r.OutputLogprobs...)
+	t.appendSpans(spans)
 	t.pending = len(t.TokenIDs)
-	t.turns++
+	if !cont {
+		t.turns++
+	}
 	return nil
+}
+
+// continuedInfo is the provenance of a response segment of prevLen tokens continued by a call described by
+// next that returned nextLen: spans relative to the segment, the last call's identity, the calls' summed times.
+func continuedInfo(prev, next TurnInfo, prevLen, nextLen int) *TurnInfo {
+	out := next
+	out.Resumed = prev.Resumed + 1
+	out.LatencyMS += prev.LatencyMS
+	out.OverheadMS += prev.OverheadMS
+	spans := slices.Clone(prev.WeightVersions)
+	if len(spans) == 0 && prev.WeightVersion != "" {
+		spans = []WeightSpan{{Version: prev.WeightVersion, Start: 0, End: prevLen}}
+	}
+	nextSpans := next.WeightVersions
+	if len(nextSpans) == 0 && next.WeightVersion != "" {
+		nextSpans = []WeightSpan{{Version: next.WeightVersion, Start: 0, End: nextLen}}
+	}
+	for _, w := range nextSpans {
+		w.Start += prevLen
+		w.End += prevLen
+		if k := len(spans); k > 0 && spans[k-1].Version == w.Version && spans[k-1].End == w.Start {
+			spans[k-1].End = w.End
+		} else {
+			spans = append(spans, w)
+		}
+	}
+	out.WeightVersions = spans
+	return &out
 }
 
 // DropPending removes the prompt tokens appended since the last response (never sent to the model), for
@@ -358,6 +472,18 @@ func (t *Trajectory) Validate() error {
 	if len(t.LossMask) != n || len(t.Logprobs) != n {
 		return invariantErr(ErrAlignment, -1, -1, "len(token_ids) %d, len(loss_mask) %d, len(logprobs) %d", n, len(t.LossMask), len(t.Logprobs))
 	}
+	var offPolicy []bool // when masked: which tokens are of an older version than the last
+	if t.OffPolicyMasked {
+		offPolicy = make([]bool, n)
+		last := t.lastVersion()
+		for _, w := range t.WeightVersions {
+			if w.Version != last {
+				for i := max(w.Start, 0); i < min(w.End, n); i++ { // bad spans are reported below
+					offPolicy[i] = true
+				}
+			}
+		}
+	}
 	off, turn := 0, 0
 	for k, s := range t.Segments {
 		if s.Offset != off || s.Length <= 0 {
@@ -385,14 +511,21 @@ func (t *Trajectory) Validate() error {
 			return invariantErr(ErrAlignment, -1, off, "segment %d ends at %d, past the %d tokens", k, s.Offset+s.Length, n)
 		}
 		for i := s.Offset; i < s.Offset+s.Length; i++ {
-			if t.LossMask[i] != mask {
-				return invariantErr(ErrAlignment, -1, i, "loss_mask is %d on a %s token, want %d", t.LossMask[i], s.Kind, mask)
+			want := mask
+			if mask == 1 && offPolicy != nil && offPolicy[i] {
+				want = 0 // masked off-policy token (MaskOffPolicy)
+			}
+			if t.LossMask[i] != want {
+				return invariantErr(ErrAlignment, -1, i, "loss_mask is %d on a %s token, want %d", t.LossMask[i], s.Kind, want)
 			}
 		}
 		off += s.Length
 	}
 	if off != n {
 		return invariantErr(ErrAlignment, -1, off, "segments cover %d of %d tokens", off, n)
+	}
+	if err := t.validateSpans(); err != nil {
+		return err
 	}
 	for i, id := range t.TokenIDs {
 		if id < 0 {
@@ -431,6 +564,67 @@ func (t *Trajectory) Validate() error {
 	return nil
 }
 
+// validateSpans checks WeightVersions: non-empty spans, in order, each inside one response segment.
+func (t *Trajectory) validateSpans() error {
+	n, prev := len(t.TokenIDs), 0
+	seg := 0
+	for k, w := range t.WeightVersions {
+		if w.Start < prev || w.End <= w.Start || w.End > n {
+			return invariantErr(ErrAlignment, -1, w.Start, "weight_versions span %d [%d, %d) is empty, out of order or past the %d tokens", k, w.Start, w.End, n)
+		}
+		for seg < len(t.Segments) && t.Segments[seg].Offset+t.Segments[seg].Length <= w.Start {
+			seg++
+		}
+		if seg == len(t.Segments) || t.Segments[seg].Kind != KindResponse || w.Start < t.Segments[seg].Offset || w.End > t.Segments[seg].Offset+t.Segments[seg].Length {
+			return invariantErr(ErrAlignment, -1, w.Start, "weight_versions span %d [%d, %d) is not inside one response segment", k, w.Start, w.End)
+		}
+		prev = w.End
+	}
+	return nil
+}
+
+// lastVersion is the version of the trajectory's last versioned token ("" when none has one).
+func (t *Trajectory) lastVersion() string {
+	if k := len(t.WeightVersions); k > 0 {
+		return t.WeightVersions[k-1].Version
+	}
+	return ""
+}
+
+// TokenWeightVersions returns the weight version of every token, aligned with TokenIDs: "" on prompt tokens
+// and on response tokens of a server that reported none.
+func (t *Trajectory) TokenWeightVersions() []string {
+	out := make([]string, len(t.TokenIDs))
+	for _, w := range t.WeightVersions {
+		for i := max(w.Start, 0); i < min(w.End, len(out)); i++ { // spans read from bad JSON may lie outside
+			out[i] = w.Version
+		}
+	}
+	return out
+}
+
+// MaskOffPolicy sets loss_mask 0 on the response tokens generated by a version older than the trajectory's
+// last (slime's --mask-offpolicy-in-partial-rollout), marks the trajectory OffPolicyMasked (it then takes no
+// more responses) and returns how many tokens it masked. Versions only move forward, so "older" is "not the
+// last".
+func (t *Trajectory) MaskOffPolicy() int {
+	if t.consistent() != nil || t.validateSpans() != nil || t.OffPolicyMasked {
+		return 0
+	}
+	last, masked := t.lastVersion(), 0
+	for _, w := range t.WeightVersions {
+		if w.Version == last {
+			continue
+		}
+		for i := w.Start; i < w.End; i++ {
+			t.LossMask[i] = 0
+			masked++
+		}
+	}
+	t.OffPolicyMasked = true
+	return masked
+}
+
 // SetMetric records a named number (parse error counts, tool outcomes, reward components, ...).
 func (t *Trajectory) SetMetric(name string, v float64) {
 	if t.Metrics == nil {
@@ -464,6 +658,9 @@ type SlimeSample struct {
 	RolloutLogProbs Logprobs `json:"rollout_log_probs"` // over the response part, all real values
 	Reward          *float64 `json:"reward"`
 	Status          string   `json:"status"`
+	// WeightVersions is the weight version of every model call, in order (a turn resumed across a weight
+	// update contributes each of its spans' versions); empty when the server reported none.
+	WeightVersions []string `json:"weight_versions"`
 }
 
 // SlimeSample exports the trajectory for slime. A trailing prompt that was never sent is left out, so every
@@ -483,5 +680,26 @@ func (t *Trajectory) SlimeSample() SlimeSample {
 		RolloutLogProbs: slices.Clone(t.Logprobs[start:end]),
 		Reward:          t.Reward,
 		Status:          t.Status,
+		WeightVersions:  t.callVersions(),
 	}
+}
+
+// callVersions lists the weight version of every model call from the response segments' provenance.
+func (t *Trajectory) callVersions() []string {
+	out := []string{}
+	for _, s := range t.Segments {
+		if s.Kind != KindResponse || s.Info == nil {
+			continue
+		}
+		if len(s.Info.WeightVersions) == 0 {
+			if s.Info.WeightVersion != "" {
+				out = append(out, s.Info.WeightVersion)
+			}
+			continue
+		}
+		for _, w := range s.Info.WeightVersions {
+			out = append(out, w.Version)
+		}
+	}
+	return out
 }

@@ -159,7 +159,7 @@ func (t *Trajectory) AppendJSON(b []byte) ([]byte, error) {
 			err = fmt.Errorf("tito: trajectory %s: %w", name, err)
 			return
 		}
-		if omitEmpty && (string(raw) == `""` || string(raw) == "null" || string(raw) == "{}" || string(raw) == "[]") {
+		if omitEmpty && (string(raw) == `""` || string(raw) == "null" || string(raw) == "{}" || string(raw) == "[]" || string(raw) == "false") {
 			return
 		}
 		b = append(b, ',', '"')
@@ -189,6 +189,11 @@ func (t *Trajectory) AppendJSON(b []byte) ([]byte, error) {
 	b = appendMask(b, t.LossMask)
 	b = append(b, `,"logprobs":`...)
 	if b, err = appendLogprobs(b, t.Logprobs); err != nil {
+		return nil, err
+	}
+	field("weight_versions", t.WeightVersions, true)
+	field("offpolicy_masked", t.OffPolicyMasked, true)
+	if err != nil {
 		return nil, err
 	}
 	segs := t.Segments

@@ -422,7 +422,7 @@ func TestTrajectoryJSON(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		if strings.Join(keys, ",") != "loss_mask,response_length,reward,rollout_log_probs,status,tokens" || string(s["response_length"]) != "13" {
+		if strings.Join(keys, ",") != "loss_mask,response_length,reward,rollout_log_probs,status,tokens,weight_versions" || string(s["response_length"]) != "13" {
 			t.Errorf("slime sample JSON: %s", b)
 		}
 	})
@@ -584,8 +584,15 @@ func FuzzTrajectoryUnmarshal(f *testing.F) {
 		}
 		valid := tr.Validate() == nil
 		tr.SlimeSample()
+		tr.TokenWeightVersions()
 		tr.Audit(nil)
 		_ = tr.AppendPrompt([]int32{1, 2})
+		if valid && tr.OffPolicyMasked { // a masked trajectory takes no more responses
+			if err := tr.AppendResponse(trResponse(&tr, []int32{3})); !errors.Is(err, ErrSequence) {
+				t.Fatalf("masked trajectory + AppendResponse: %v", err)
+			}
+			return
+		}
 		if valid {
 			if err := tr.Validate(); err != nil {
 				t.Fatalf("valid trajectory + AppendPrompt: %v", err)
@@ -601,6 +608,10 @@ func FuzzTrajectoryUnmarshal(f *testing.F) {
 		}
 		tr.DropPending()
 		tr.SlimeSample()
+		tr.MaskOffPolicy()
+		if valid && tr.Validate() != nil {
+			t.Fatalf("valid trajectory + MaskOffPolicy: %v", tr.Validate())
+		}
 	})
 }
 

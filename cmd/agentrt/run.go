@@ -29,7 +29,8 @@ const runUsage = `usage: agentrt run CONFIG --prompts FILE --out FILE [flags]
 Runs every prompt of FILE (JSON lines: "id", "messages" or "prompt", optional "n", "label", "metadata",
 "sampling_params") through the agent and appends one trajectory per sample to --out, as JSON lines.
 Each trajectory is written to --out as it finishes (fsynced in the background), so nothing finished is
-lost, even to kill -9. Re-running with the same --out runs only the samples that are not in it yet.
+lost, even to kill -9. Re-running with the same --out runs only the samples that are not in it yet, and,
+when the agent's partial_rollout is "resume", again those SGLang aborted (their lines are replaced).
 Ctrl-C stops starting episodes, aborts the ones in flight (they are not written, so a re-run completes
 them) and keeps everything finished; a second Ctrl-C quits at once.
 
@@ -87,19 +88,6 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintln(io.err, "agentrt run:", err)
 		return exitStartup
 	}
-	var eps []runtime.Episode
-	for i := range items {
-		if items[i].N == 0 && *n > 0 {
-			items[i].N = *n
-		}
-		for _, ep := range items[i].Episodes("") {
-			if !done[ep.ID] {
-				eps = append(eps, ep)
-			}
-		}
-	}
-	skipped := len(done)
-
 	sys, err := buildSystem(ctx, cfg, io.err, nil)
 	if err != nil {
 		fmt.Fprintln(io.err, "agentrt run:", err)
@@ -111,6 +99,33 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintln(io.err, "agentrt run:", err)
 		return exitStartup
 	}
+	if agent.ResumesPartial() {
+		// samples that SGLang aborted (a pause or weight update) are what partial_rollout = "resume" continues:
+		// run them again, in place of their aborted lines
+		var redo []string
+		for id, st := range done {
+			if st == runtime.StatusAborted+"/"+runtime.ReasonAbortedByRequest {
+				redo = append(redo, id)
+				delete(done, id)
+			}
+		}
+		if err := dropLines(*out, redo); err != nil {
+			fmt.Fprintln(io.err, "agentrt run:", err)
+			return exitStartup
+		}
+	}
+	var eps []runtime.Episode
+	for i := range items {
+		if items[i].N == 0 && *n > 0 {
+			items[i].N = *n
+		}
+		for _, ep := range items[i].Episodes("") {
+			if _, ok := done[ep.ID]; !ok {
+				eps = append(eps, ep)
+			}
+		}
+	}
+	skipped := len(done)
 
 	w, err := os.OpenFile(*out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -321,10 +336,11 @@ func statusLine(by map[string]int) string {
 	return strings.Join(parts, " ")
 }
 
-// finishedIDs reads the trajectory ids already in out. A last line cut short by a crash is dropped (the file is
-// truncated to its last complete line) so that appending keeps the file valid JSONL.
-func finishedIDs(out string) (map[string]bool, error) {
-	done := map[string]bool{}
+// finishedIDs reads the trajectory ids already in out, each with its "status/status_reason". A last line cut
+// short by a crash is dropped (the file is truncated to its last complete line) so that appending keeps the
+// file valid JSONL.
+func finishedIDs(out string) (map[string]string, error) {
+	done := map[string]string{}
 	b, err := os.ReadFile(out)
 	if errors.Is(err, os.ErrNotExist) {
 		return done, nil
@@ -344,14 +360,47 @@ func finishedIDs(out string) (map[string]bool, error) {
 			continue
 		}
 		var t struct {
-			ID string `json:"id"`
+			ID           string `json:"id"`
+			Status       string `json:"status"`
+			StatusReason string `json:"status_reason"`
 		}
 		if err := json.Unmarshal(line, &t); err != nil || t.ID == "" {
 			return nil, fmt.Errorf("%s:%d: not a trajectory line (want JSON with an \"id\"): refusing to append to it", out, i+1)
 		}
-		done[t.ID] = true
+		done[t.ID] = t.Status + "/" + t.StatusReason
 	}
 	return done, nil
+}
+
+// dropLines rewrites out without the trajectories of the given ids (through a temporary file renamed over it,
+// so that a crash leaves either file whole).
+func dropLines(out string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	drop := map[string]bool{}
+	for _, id := range ids {
+		drop[id] = true
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		return err
+	}
+	var kept []byte
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		var t struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(line, &t) == nil && drop[t.ID] {
+			continue
+		}
+		kept = append(kept, line...)
+	}
+	tmp := out + ".tmp"
+	if err := os.WriteFile(tmp, kept, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, out)
 }
 
 // isTerminal reports whether w is a terminal (progress bars only make sense there).

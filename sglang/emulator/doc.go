@@ -15,7 +15,10 @@
 // POST /update_weights_from_disk, /update_weight_version, /update_weights_from_tensor,
 // /update_weights_from_distributed, /init_weights_update_group, /destroy_weights_update_group (accepted; only
 // weight_version and the cache flush act), /tokenize, /detokenize; /get_weight_version answers
-// 404 as SGLang does. Bad input gets SGLang's status codes and bodies: 400 {"object":"error",...,"type":"Bad
+// 404 as SGLang does. A weight_version change that does not abort the requests in flight
+// (abort_all_requests=false) lands mid-request: with a per-output-token latency, the output of a request that
+// decoded across it reports meta_info.weight_versions, [{version, start, end}] per version (absent when one
+// version made every token). Bad input gets SGLang's status codes and bodies: 400 {"object":"error",...,"type":"Bad
 // Request"} for a body that fails validation, 400 {"error":{"message":...}} for ValueErrors (no input, empty
 // input_ids, SamplingParams.verify, context length), 500 "Internal Server Error" for an unknown sampling_params
 // key; a streaming request gets its ValueError as an SSE error event after HTTP 200.

@@ -59,6 +59,23 @@ func appendMeta(b []byte, m *metaInfo) []byte {
 	b = strconv.AppendInt(b, int64(m.PromptTokens), 10)
 	b = append(b, `,"weight_version":`...)
 	b = appendString(b, m.WeightVersion)
+	for i, w := range m.WeightVersions {
+		if i == 0 {
+			b = append(b, `,"weight_versions":[`...)
+		} else {
+			b = append(b, ',')
+		}
+		b = append(b, `{"version":`...)
+		b = appendString(b, w.Version)
+		b = append(b, `,"start":`...)
+		b = strconv.AppendInt(b, int64(w.Start), 10)
+		b = append(b, `,"end":`...)
+		b = strconv.AppendInt(b, int64(w.End), 10)
+		b = append(b, '}')
+		if i == len(m.WeightVersions)-1 {
+			b = append(b, ']')
+		}
+	}
 	b = append(b, `,"num_retractions":`...)
 	b = strconv.AppendInt(b, int64(m.NumRetractions), 10)
 	if m.InputTokenLogprobs != nil {

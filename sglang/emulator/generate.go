@@ -33,6 +33,8 @@ type outcome struct {
 	httpErr      int    // 503 queue full / injected 500
 	httpMsg      string
 
+	decodeT0 time.Time // when decoding began (for weight_versions across a mid-request update)
+
 	outLP lpList // logprobs of ids, computed once
 	inLP  *lpList
 }
@@ -409,6 +411,7 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		step = total
 	}
 	t0 := time.Now()
+	o.decodeT0 = t0
 	if emit == nil && lat.PerOutputToken > 0 && total > 0 {
 		// not streaming: one timer for the whole decode (10,000 concurrent requests must not mean a million
 		// wakeups a second); an abort keeps the ids "generated" so far
@@ -699,6 +702,7 @@ func (s *Server) response(req *genRequest, o *outcome, n int, final bool) *genRe
 	}
 	if final {
 		m.FinishReason = &o.fr
+		m.WeightVersions = s.outputSpans(o.decodeT0, s.cfg.Latency.PerOutputToken, n)
 		e := time.Since(o.recv).Seconds()
 		m.E2ELatency = &e
 	}

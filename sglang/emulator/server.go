@@ -37,6 +37,7 @@ type Server struct {
 	jobs          map[string][]*job
 	paused        chan struct{} // non-nil while paused; closed by /continue_generation
 	weightVersion string
+	versions      []versionChange // weight version history, for requests that decode across an update
 	closed        bool
 	closeCh       chan struct{} // closed when the server starts shutting down
 	inflight      sync.WaitGroup
@@ -512,7 +513,7 @@ func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	if req.WeightVersion != nil {
-		s.weightVersion = *req.WeightVersion
+		s.setWeightVersionLocked(*req.WeightVersion)
 	}
 	s.mu.Unlock()
 	if req.FlushCache == nil || *req.FlushCache {
@@ -537,7 +538,7 @@ func (s *Server) handleUpdateWeightsOther(w http.ResponseWriter, r *http.Request
 	}
 	s.mu.Lock()
 	if req.WeightVersion != nil {
-		s.weightVersion = *req.WeightVersion
+		s.setWeightVersionLocked(*req.WeightVersion)
 	}
 	s.mu.Unlock()
 	if strings.HasPrefix(r.URL.Path, "/update_weights") && (req.FlushCache == nil || *req.FlushCache) {
@@ -562,7 +563,7 @@ func (s *Server) handleUpdateWeightVersion(w http.ResponseWriter, r *http.Reques
 		s.abortAll()
 	}
 	s.mu.Lock()
-	s.weightVersion = *req.NewVersion
+	s.setWeightVersionLocked(*req.NewVersion)
 	s.mu.Unlock()
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Weight version updated to " + *req.NewVersion, "new_version": *req.NewVersion})
 }

@@ -156,6 +156,7 @@ type metaInfo struct {
 	FinishReason           *finishReason `json:"finish_reason"`
 	PromptTokens           int           `json:"prompt_tokens"`
 	WeightVersion          string        `json:"weight_version"`
+	WeightVersions         []versionSpan `json:"weight_versions,omitempty"`
 	NumRetractions         int           `json:"num_retractions"`
 	InputTokenLogprobs     *lpList       `json:"input_token_logprobs,omitempty"`
 	OutputTokenLogprobs    *lpList       `json:"output_token_logprobs,omitempty"`

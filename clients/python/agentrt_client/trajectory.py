@@ -101,8 +101,26 @@ class Trajectory:
 
     @property
     def weight_versions(self) -> list[str]:
-        """The weight_version of every model call, in order (slime's ``Sample.weight_versions``)."""
-        return [str(t.get("weight_version", "")) for t in self.turns()]
+        """The weight_version of every model call, in order (slime's ``Sample.weight_versions``): a turn resumed
+        across a weight update (``info.resumed``) contributes the version of each of its spans."""
+        out: list[str] = []
+        for t in self.turns():
+            spans = t.get("weight_versions") or []
+            if spans:
+                out.extend(str(s["version"]) for s in spans)
+            else:
+                out.append(str(t.get("weight_version", "")))
+        return out
+
+    @property
+    def token_weight_versions(self) -> list[str | None]:
+        """The weight version that generated each token, aligned with ``token_ids`` (``None`` on prompt tokens
+        and where the server reported none); from the trajectory's ``weight_versions`` spans."""
+        out: list[str | None] = [None] * len(self.token_ids)
+        for s in self.data.get("weight_versions") or []:
+            for i in range(int(s["start"]), int(s["end"])):
+                out[i] = str(s["version"])
+        return out
 
     @property
     def prompt_tokens(self) -> int:

@@ -245,3 +245,20 @@ def test_slime_forwards_sglang_sampling_params():
     block = re.search(r"var SamplingParamNames = \[\]string\{(.*?)\}", src, re.S).group(1)
     assert tuple(re.findall(r'"([a-z_]+)"', block)) == slime.SGLANG_SAMPLING_PARAMS
     assert slime._SAMPLING_KEYS == set(slime.SGLANG_SAMPLING_PARAMS) - {"n"}
+
+
+def test_resumed_turn_weight_versions():
+    # the first turn was aborted by a weight update after one token (v1) and resumed on v2; mask_offpolicy
+    # zeroed the v1 token
+    t = make_traj(trailing_prompt=False)
+    t.data["segments"][1]["info"].update(weight_version="v2", resumed=1,
+                                         weight_versions=[{"version": "v1", "start": 0, "end": 1},
+                                                          {"version": "v2", "start": 1, "end": 2}])
+    t.data["weight_versions"] = [{"version": "v1", "start": 3, "end": 4}, {"version": "v2", "start": 4, "end": 5},
+                                 {"version": "v2", "start": 7, "end": 9}]
+    t.data["loss_mask"][3] = 0
+    t.data["offpolicy_masked"] = True
+    assert t.weight_versions == ["v1", "v2", "v2"]
+    assert t.token_weight_versions == [None, None, None, "v1", "v2", None, None, "v2", "v2"]
+    s = to_slime_sample(t, Sample(index=0, prompt="q"))
+    assert s.weight_versions == ["v1", "v2", "v2"] and s.loss_mask == [0, 1, 0, 0, 1, 1]
