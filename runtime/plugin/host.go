@@ -365,6 +365,9 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Module, error) {
 			if err != nil || !st.IsDir() {
 				return nil, &LoadError{Plugin: spec.Name, Reason: fmt.Sprintf("mount %q: not a directory", mt.HostDir), Err: err}
 			}
+			if err := CheckMountLinks(mt.HostDir); err != nil {
+				return nil, &LoadError{Plugin: spec.Name, Reason: fmt.Sprintf("mount %q", mt.HostDir), Err: err}
+			}
 			fsc = fsc.WithReadOnlyDirMount(mt.HostDir, mt.GuestDir)
 		}
 		mc = mc.WithFSConfig(fsc)
