@@ -79,6 +79,9 @@ type AgentConfig struct {
 	ContextWindow int `toml:"context_window"`
 	// ToolTimeout is the default per-tool-call wall-clock limit.
 	ToolTimeout Duration `toml:"tool_timeout"`
+	// MaxToolResultBytes caps one tool result (0: DefaultMaxToolResultBytes); a larger one is replaced by an error
+	// result saying so, before it is templated or tokenized.
+	MaxToolResultBytes int `toml:"max_tool_result_bytes"`
 	// ParseErrors is the parse-error policy: "feedback" (an error result carrying the raw text goes back to the
 	// model and the episode continues) or "stop" (the episode ends as completed with the parse errors counted).
 	ParseErrors string `toml:"parse_errors"`
@@ -238,6 +241,9 @@ func (c *Config) UsesEmulator() bool {
 	return len(c.SGLang.Workers) == 1 && c.SGLang.Workers[0] == EmulatorWorker && c.SGLang.Gateway == ""
 }
 
+// DefaultMaxToolResultBytes is the default of max_tool_result_bytes: 64 KiB, some 16K tokens.
+const DefaultMaxToolResultBytes = 64 << 10
+
 // DefaultAgent returns the defaults each [[agent]] table is decoded over.
 func DefaultAgent() AgentConfig {
 	return AgentConfig{
@@ -302,6 +308,9 @@ func (c *Config) Validate() error {
 		}
 		if a.ContextWindow < 0 {
 			return &FieldError{"agent.context_window", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
+		}
+		if a.MaxToolResultBytes < 0 {
+			return &FieldError{"agent.max_tool_result_bytes", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
 		}
 		for _, p := range a.Tools {
 			if p.Plugin == "" && p.Command != nil {
