@@ -20,6 +20,8 @@ type Gauges struct {
 	InFlight     func() float64 // episodes running
 	SpoolBacklog func() float64 // trajectories spooled and not yet acked
 	SGLangQueued func() float64 // /generate calls waiting for a worker slot
+	// PluginLogsDropped counts plugin log lines dropped past the per-call budget (a counter, read at scrape time).
+	PluginLogsDropped func() float64
 }
 
 // Metrics is a Prometheus registry with agentrt's metrics. Safe for concurrent use.
@@ -76,6 +78,10 @@ func New(g Gauges) *Metrics {
 	gauge("agentrt_episodes_in_flight", "Episodes running.", g.InFlight)
 	gauge("agentrt_spool_backlog", "Trajectories in the spool, not yet acked by a trainer.", g.SpoolBacklog)
 	gauge("agentrt_sglang_queued_requests", "/generate calls waiting for a worker slot.", g.SGLangQueued)
+	if g.PluginLogsDropped != nil {
+		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentrt_plugin_log_lines_dropped_total",
+			Help: "Plugin log lines dropped past the per-call budget (100 lines, 64 KiB)."}, g.PluginLogsDropped))
+	}
 	f(prometheus.NewGoCollector())
 	f(prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
