@@ -782,19 +782,31 @@ func (e *episode) end(ctx context.Context) {
 			}
 		}
 	}
-	if rb := e.a.d.Reward; rb != nil {
+	// episode_end reaches every subscribed hook, in order, then the reward plugin: each may set the reward (the
+	// last to set it wins) and add metrics (ABI.md 5.3).
+	episodeEnd := func(hb HookBinding, state abi.RawJSON, what string) {
 		ev := &abi.Event{Event: abi.EventEpisodeEnd, EpisodeID: e.ep.ID, Turn: e.counts.ModelCalls, Counts: e.counts,
-			Status: t.Status, StopReason: t.StatusReason, Messages: hookMessages(e.msgs),
+			State: state, Status: t.Status, StopReason: t.StatusReason, Messages: hookMessages(e.msgs),
 			Label: abi.RawJSON(e.ep.Label), Metadata: abi.RawJSON(e.ep.Metadata)}
-		r, err := rb.Hook.Handle(bg, ev)
+		r, err := hb.Hook.Handle(bg, ev)
 		if err != nil {
-			e.warnings = append(e.warnings, fmt.Sprintf("reward %s: %v", rb.Plugin, err))
-		} else {
-			t.Reward = r.Reward
-			for k, v := range r.Metrics {
-				t.SetMetric(k, v)
-			}
+			e.warnings = append(e.warnings, fmt.Sprintf("%s %s: %v", what, hb.Plugin, err))
+			return
 		}
+		if r.Reward != nil {
+			t.Reward = r.Reward
+		}
+		for k, v := range r.Metrics {
+			t.SetMetric(k, v)
+		}
+	}
+	for i, hb := range e.a.d.Hooks {
+		if hb.Hook.Subscribed(abi.EventEpisodeEnd) {
+			episodeEnd(hb, e.state[i], "hook "+abi.EventEpisodeEnd)
+		}
+	}
+	if rb := e.a.d.Reward; rb != nil {
+		episodeEnd(*rb, nil, "reward")
 	}
 	for reason, n := range e.parseErrs {
 		t.SetMetric("parse_errors."+reason, float64(n))
