@@ -163,8 +163,9 @@ type CommandConfig struct {
 	// Name is the tool's name as the model calls it.
 	Name        string `toml:"name"`
 	Description string `toml:"description"`
-	// Parameters is the JSON Schema of the arguments (default: each template name as a required string).
-	Parameters map[string]any `toml:"parameters"`
+	// Parameters is the JSON Schema of the arguments (default: each template name as a required string): a TOML
+	// table, or a string holding a JSON object. See ParametersJSON.
+	Parameters any `toml:"parameters"`
 	// Args is the program's argv, argv[0] first.
 	Args []string `toml:"args"`
 	// Stdin is the program's standard input.
@@ -180,6 +181,25 @@ type CommandConfig struct {
 	MaxOutputBytes int `toml:"max_output_bytes"`
 	// MaxConcurrent bounds the runs in flight (default GOMAXPROCS).
 	MaxConcurrent int `toml:"max_concurrent"`
+}
+
+// ParametersJSON is the command's parameter schema as JSON (nil: derived from the templates). A string must hold
+// a JSON object; a table is encoded as one.
+func (c *CommandConfig) ParametersJSON() (json.RawMessage, error) {
+	switch v := c.Parameters.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(v), &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("a string must hold a JSON object (the schema), got %.60q", v)
+		}
+		return json.RawMessage(v), nil
+	case map[string]any:
+		return json.Marshal(v)
+	default:
+		return nil, fmt.Errorf("want a table (the JSON Schema) or a string holding a JSON object, got %T", v)
+	}
 }
 
 // ConfigJSON is the plugin's config as the JSON object the plugin receives.
@@ -318,6 +338,11 @@ func (c *Config) Validate() error {
 			}
 			if p.Plugin == "" {
 				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a tool entry has no plugin", a.Name)}
+			}
+			if p.Command != nil {
+				if _, err := p.Command.ParametersJSON(); err != nil {
+					return &FieldError{"agent.tools.command.parameters", fmt.Sprintf("agent %q: tool %s: %v", a.Name, p.Plugin, err)}
+				}
 			}
 			if err := p.Command.validate(a.Name, p); err != nil {
 				return err
