@@ -25,7 +25,7 @@ var (
 )
 
 func init() {
-	names := []string{"noop", "echo", "spin", "grow", "exit", "stackoverflow", "panic", "huge", "readfile", "now", "random", "log", "config", "sleep"}
+	names := []string{"noop", "echo", "spin", "grow", "exit", "stackoverflow", "panic", "huge", "readfile", "now", "random", "log", "config", "sleep", "symlink", "link", "writefile", "env"}
 	specs := make([]sdk.ToolSpec, len(names))
 	for i, n := range names {
 		specs[i] = sdk.ToolSpec{Name: n, Parameters: sdk.RawJSON(`{"type":"object"}`)}
