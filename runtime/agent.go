@@ -260,6 +260,7 @@ func (e *episode) loop(ctx context.Context) {
 	// tokenizing), then by its tokens (before the trajectory keeps them).
 	if n, limit := messageBytes(e.msgs), int64(a.d.ContextWindow)*maxPromptBytesPerToken; n > limit {
 		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the messages are %d bytes, more than %d bytes per token of the %d-token context window: refused before tokenizing", n, maxPromptBytesPerToken, a.d.ContextWindow))
+		e.msgs = []tito.Message{} // nor kept in the trajectory: the error says what was refused
 		return
 	}
 	ids, err := e.firstPrompt()
@@ -269,6 +270,7 @@ func (e *episode) loop(ctx context.Context) {
 	}
 	if len(ids) > a.d.ContextWindow {
 		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the first prompt is %d tokens, past the %d-token context window: not kept", len(ids), a.d.ContextWindow))
+		e.msgs = []tito.Message{}
 		return
 	}
 	if !e.appendPrompt(ids) {

@@ -34,6 +34,9 @@ func TestPromptPastContextWindowIsNotKept(t *testing.T) {
 			if !strings.Contains(tr.Error, tc.want) {
 				t.Errorf("error %q, want it to contain %q", tr.Error, tc.want)
 			}
+			if string(tr.Messages) != "[]" {
+				t.Errorf("the trajectory kept the messages (%d bytes)", len(tr.Messages))
+			}
 			if len(tr.TokenIDs) != 0 || len(tr.Segments) != 0 {
 				t.Errorf("the trajectory kept %d tokens in %d segments of a prompt past the window", len(tr.TokenIDs), len(tr.Segments))
 			}
