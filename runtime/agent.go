@@ -259,9 +259,21 @@ func (e *episode) loop(ctx context.Context) {
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeInvocation, Messages: hookMessages(e.msgs)}); stop {
 		return
 	}
+	// A prompt far past the window is refused before it costs memory: first by its bytes (before rendering and
+	// tokenizing), then by its tokens (before the trajectory keeps them).
+	if n, limit := messageBytes(e.msgs), int64(a.d.ContextWindow)*maxPromptBytesPerToken; n > limit {
+		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the messages are %d bytes, more than %d bytes per token of the %d-token context window: refused before tokenizing", n, maxPromptBytesPerToken, a.d.ContextWindow))
+		e.msgs = []tito.Message{} // nor kept in the trajectory: the error says what was refused
+		return
+	}
 	ids, err := e.firstPrompt()
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering the first prompt: %v", err))
+		return
+	}
+	if len(ids) > a.d.ContextWindow {
+		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the first prompt is %d tokens, past the %d-token context window: not kept", len(ids), a.d.ContextWindow))
+		e.msgs = []tito.Message{}
 		return
 	}
 	if !e.appendPrompt(ids) {
@@ -283,6 +295,28 @@ func (e *episode) loop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// maxPromptBytesPerToken bounds the first prompt's messages before tokenizing: no tokenizer averages anywhere
+// near 64 bytes per token, so a conversation over window*64 bytes cannot fit and is refused unread.
+const maxPromptBytesPerToken = 64
+
+// messageBytes is the size of the messages' text, roughly what rendering them costs.
+func messageBytes(msgs []tito.Message) int64 {
+	var n int64
+	for _, m := range msgs {
+		n += int64(len(m.Content) + len(m.ReasoningContent))
+		for _, p := range m.Parts {
+			n += int64(len(p))
+		}
+		for _, c := range m.ToolCalls {
+			n += int64(len(c.Function.Arguments))
+		}
+		for _, f := range m.Extra {
+			n += int64(len(f.Value))
+		}
+	}
+	return n
 }
 
 // firstPrompt renders the whole conversation (system, tool specs, history, user) and tokenizes it, once per
@@ -615,6 +649,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		return false
 	}
 	for _, c := range calls {
+		e.capResult(c)
 		e.toolCalls[c.outcome]++
 		if c.parseErr != nil || c.outcome == "cancelled" {
 			continue
@@ -626,9 +661,23 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		}
 		if r.ToolResult != nil {
 			c.result = *r.ToolResult
+			e.capResult(c)
 		}
 	}
 	return true
+}
+
+// capResult replaces a result past max_tool_result_bytes with an error result saying so: a huge result would
+// otherwise be copied through templating and tokenizing, and would fill the context window anyway.
+func (e *episode) capResult(c *call) {
+	limit := e.a.cfg.MaxToolResultBytes
+	if limit <= 0 {
+		limit = DefaultMaxToolResultBytes
+	}
+	if n := len(resultText(c.result)); n > limit {
+		c.result = errorResult(fmt.Sprintf("Error: tool %s returned %d bytes, more than max_tool_result_bytes (%d)", c.tc.Name, n, limit))
+		c.outcome = "error"
+	}
 }
 
 func errorResult(msg string) abi.ToolResult { return abi.ToolResult{Text: &msg, IsError: true} }
@@ -787,19 +836,31 @@ func (e *episode) end(ctx context.Context) {
 			}
 		}
 	}
-	if rb := e.a.d.Reward; rb != nil {
+	// episode_end reaches every subscribed hook, in order, then the reward plugin: each may set the reward (the
+	// last to set it wins) and add metrics (ABI.md 5.3).
+	episodeEnd := func(hb HookBinding, state abi.RawJSON, what string) {
 		ev := &abi.Event{Event: abi.EventEpisodeEnd, EpisodeID: e.ep.ID, Turn: e.counts.ModelCalls, Counts: e.counts,
-			Status: t.Status, StopReason: t.StatusReason, Messages: hookMessages(e.msgs),
+			State: state, Status: t.Status, StopReason: t.StatusReason, Messages: hookMessages(e.msgs),
 			Label: abi.RawJSON(e.ep.Label), Metadata: abi.RawJSON(e.ep.Metadata)}
-		r, err := rb.Hook.Handle(bg, ev)
+		r, err := hb.Hook.Handle(bg, ev)
 		if err != nil {
-			e.warnings = append(e.warnings, fmt.Sprintf("reward %s: %v", rb.Plugin, err))
-		} else {
-			t.Reward = r.Reward
-			for k, v := range r.Metrics {
-				t.SetMetric(k, v)
-			}
+			e.warnings = append(e.warnings, fmt.Sprintf("%s %s: %v", what, hb.Plugin, err))
+			return
 		}
+		if r.Reward != nil {
+			t.Reward = r.Reward
+		}
+		for k, v := range r.Metrics {
+			t.SetMetric(k, v)
+		}
+	}
+	for i, hb := range e.a.d.Hooks {
+		if hb.Hook.Subscribed(abi.EventEpisodeEnd) {
+			episodeEnd(hb, e.state[i], "hook "+abi.EventEpisodeEnd)
+		}
+	}
+	if rb := e.a.d.Reward; rb != nil {
+		episodeEnd(*rb, nil, "reward")
 	}
 	for reason, n := range e.parseErrs {
 		t.SetMetric("parse_errors."+reason, float64(n))

@@ -284,11 +284,9 @@ func loadCommand(ctx context.Context, host *plugin.Host, pc PluginConfig) (*comm
 	if c.Description != "" {
 		cfg.Description = c.Description
 	}
-	if c.Parameters != nil {
-		b, err := json.Marshal(c.Parameters)
-		if err != nil {
-			return nil, fmt.Errorf("command parameters: %w", err)
-		}
+	if b, err := c.ParametersJSON(); err != nil {
+		return nil, fmt.Errorf("command parameters: %w", err)
+	} else if b != nil {
 		cfg.Parameters = b
 	}
 	if len(c.Args) > 0 {

@@ -82,6 +82,9 @@ type AgentConfig struct {
 	ContextWindow int `toml:"context_window"`
 	// ToolTimeout is the default per-tool-call wall-clock limit.
 	ToolTimeout Duration `toml:"tool_timeout"`
+	// MaxToolResultBytes caps one tool result (0: DefaultMaxToolResultBytes); a larger one is replaced by an error
+	// result saying so, before it is templated or tokenized.
+	MaxToolResultBytes int `toml:"max_tool_result_bytes"`
 	// ParseErrors is the parse-error policy: "feedback" (an error result carrying the raw text goes back to the
 	// model and the episode continues) or "stop" (the episode ends as completed with the parse errors counted).
 	ParseErrors string `toml:"parse_errors"`
@@ -130,8 +133,9 @@ type CommandConfig struct {
 	// Name is the tool's name as the model calls it.
 	Name        string `toml:"name"`
 	Description string `toml:"description"`
-	// Parameters is the JSON Schema of the arguments (default: each template name as a required string).
-	Parameters map[string]any `toml:"parameters"`
+	// Parameters is the JSON Schema of the arguments (default: each template name as a required string): a TOML
+	// table, or a string holding a JSON object. See ParametersJSON.
+	Parameters any `toml:"parameters"`
 	// Args is the program's argv, argv[0] first.
 	Args []string `toml:"args"`
 	// Stdin is the program's standard input.
@@ -147,6 +151,25 @@ type CommandConfig struct {
 	MaxOutputBytes int `toml:"max_output_bytes"`
 	// MaxConcurrent bounds the runs in flight (default GOMAXPROCS).
 	MaxConcurrent int `toml:"max_concurrent"`
+}
+
+// ParametersJSON is the command's parameter schema as JSON (nil: derived from the templates). A string must hold
+// a JSON object; a table is encoded as one.
+func (c *CommandConfig) ParametersJSON() (json.RawMessage, error) {
+	switch v := c.Parameters.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		var obj map[string]any
+		if err := json.Unmarshal([]byte(v), &obj); err != nil || obj == nil {
+			return nil, fmt.Errorf("a string must hold a JSON object (the schema), got %.60q", v)
+		}
+		return json.RawMessage(v), nil
+	case map[string]any:
+		return json.Marshal(v)
+	default:
+		return nil, fmt.Errorf("want a table (the JSON Schema) or a string holding a JSON object, got %T", v)
+	}
 }
 
 // ConfigJSON is the plugin's config as the JSON object the plugin receives.
@@ -208,6 +231,9 @@ const EmulatorWorker = "emulator"
 func (c *Config) UsesEmulator() bool {
 	return len(c.SGLang.Workers) == 1 && c.SGLang.Workers[0] == EmulatorWorker && c.SGLang.Gateway == ""
 }
+
+// DefaultMaxToolResultBytes is the default of max_tool_result_bytes: 64 KiB, some 16K tokens.
+const DefaultMaxToolResultBytes = 64 << 10
 
 // DefaultAgent returns the defaults each [[agent]] table is decoded over.
 func DefaultAgent() AgentConfig {
@@ -287,12 +313,20 @@ func (c *Config) Validate() error {
 		if a.ContextWindow < 0 {
 			return &FieldError{"agent.context_window", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
 		}
+		if a.MaxToolResultBytes < 0 {
+			return &FieldError{"agent.max_tool_result_bytes", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
+		}
 		for _, p := range a.Tools {
 			if p.Plugin == "" && p.Command != nil {
 				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a command tool has no module (is $AGENTRT_PYTHON_WASM set? run `make setup` and source ~/.cache/agentrt/env.sh)", a.Name)}
 			}
 			if p.Plugin == "" {
 				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a tool entry has no plugin", a.Name)}
+			}
+			if p.Command != nil {
+				if _, err := p.Command.ParametersJSON(); err != nil {
+					return &FieldError{"agent.tools.command.parameters", fmt.Sprintf("agent %q: tool %s: %v", a.Name, p.Plugin, err)}
+				}
 			}
 			if err := p.Command.validate(a.Name, p); err != nil {
 				return err

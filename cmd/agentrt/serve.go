@@ -109,6 +109,12 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 			}
 			return float64(n)
 		},
+		PluginLogsDropped: func() float64 {
+			if sys == nil {
+				return 0
+			}
+			return float64(sys.host.DroppedLogLines())
+		},
 	})
 	sys, err = buildSystem(ctx, cfg, io.err, m.PluginCall)
 	if err != nil {

@@ -83,8 +83,11 @@ func parse(path, src string) (*runtime.Config, error) {
 		}
 		cfg.Agents = append(cfg.Agents, a)
 	}
-	if und := md.Undecoded(); len(und) > 0 {
-		key := stripIndices(und[0].String())
+	for _, k := range md.Undecoded() {
+		key := stripIndices(k.String())
+		if insideOpenTable(key) {
+			continue // a nested table of a free-form value (parameters, config): decoded with its parent
+		}
 		return nil, &Error{File: path, Line: lineOf(src, key), Key: key, Msg: "unknown key" + suggest(key)}
 	}
 	base := filepath.Dir(path)
@@ -217,6 +220,20 @@ func knownKeys() []string {
 	}
 	walk("", reflect.TypeOf(runtime.Config{}))
 	return keys
+}
+
+// openTables are the keys whose values are free-form (any TOML, passed on as JSON): the TOML library reports
+// their nested [a.b.c] tables as undecoded although the parent's value holds them.
+var openTables = []string{"agent.tools.command.parameters", "agent.tools.config", "agent.hooks.config", "agent.reward.config",
+	"agent.chat_template_kwargs"}
+
+func insideOpenTable(key string) bool {
+	for _, p := range openTables {
+		if strings.HasPrefix(key, p+".") {
+			return true
+		}
+	}
+	return false
 }
 
 func suggest(key string) string {

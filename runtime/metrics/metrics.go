@@ -22,6 +22,8 @@ type Gauges struct {
 	SGLangQueued func() float64 // /generate calls waiting for a worker slot
 	// StaleWeightConsumers: consumers whose weight_version has not changed for server.weight_version_warn_after
 	StaleWeightConsumers func() float64
+	// PluginLogsDropped counts plugin log lines dropped past the per-call budget (a counter, read at scrape time).
+	PluginLogsDropped func() float64
 }
 
 // Metrics is a Prometheus registry with agentrt's metrics. Safe for concurrent use.
@@ -80,6 +82,10 @@ func New(g Gauges) *Metrics {
 	gauge("agentrt_sglang_queued_requests", "/generate calls waiting for a worker slot.", g.SGLangQueued)
 	gauge("agentrt_weight_version_stale_consumers", "Consumers whose trajectories kept one weight_version for "+
 		"server.weight_version_warn_after: the SGLang server is probably not the one the trainer updates.", g.StaleWeightConsumers)
+	if g.PluginLogsDropped != nil {
+		f(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "agentrt_plugin_log_lines_dropped_total",
+			Help: "Plugin log lines dropped past the per-call budget (100 lines, 64 KiB)."}, g.PluginLogsDropped))
+	}
 	f(prometheus.NewGoCollector())
 	f(prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m

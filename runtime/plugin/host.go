@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -157,7 +158,8 @@ type Host struct {
 	runtimes map[rtKey]*rtEntry
 	modules  map[*Module]struct{}
 
-	owners sync.Map // api.Module -> *Module, for the log import
+	owners      sync.Map // api.Module -> owner, for the log import
+	droppedLogs atomic.Int64
 }
 
 type rtKey struct {
@@ -261,9 +263,30 @@ func (h *Host) runtime(ctx context.Context, trusted bool, pages uint32) (*rtEntr
 	return e, nil
 }
 
+// Log budget per call (and per instance initialisation): a guest that logs in a loop would otherwise write
+// gigabytes of stderr in seconds. Lines past it are dropped and counted ([Host.DroppedLogLines]).
+const (
+	MaxLogLinesPerCall = 100
+	MaxLogBytesPerCall = 64 << 10
+)
+
 // hostLog implements agentrt_v1.log(level, ptr, len).
 func (h *Host) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 	level, ptr, n := int32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	var o owner
+	if v, ok := h.owners.Load(mod); ok {
+		o = v.(owner)
+	}
+	if o.in != nil {
+		o.in.logLines++
+		if o.in.logLines > MaxLogLinesPerCall || o.in.logBytes >= MaxLogBytesPerCall {
+			if h.droppedLogs.Add(1) == 1 || o.in.logLines == MaxLogLinesPerCall+1 {
+				h.log.Warn("plugin log budget spent: dropping the call's further lines", "plugin", o.m.name,
+					"max_lines", MaxLogLinesPerCall, "max_bytes", MaxLogBytesPerCall)
+			}
+			return
+		}
+	}
 	truncated := false
 	if n > maxLogBytes {
 		n, truncated = maxLogBytes, true
@@ -286,12 +309,15 @@ func (h *Host) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
 		lv = slog.LevelError
 	}
 	attrs := []any{}
-	if v, ok := h.owners.Load(mod); ok {
-		m := v.(*Module)
-		attrs = append(attrs, "plugin", m.name, "sha256", m.sha[:12])
+	if o.m != nil {
+		o.in.logBytes += len(msg)
+		attrs = append(attrs, "plugin", o.m.name, "sha256", o.m.sha[:12])
 	}
 	h.log.Log(ctx, lv, msg, attrs...)
 }
+
+// DroppedLogLines is how many guest log lines were dropped past the per-call budget, over the host's life.
+func (h *Host) DroppedLogLines() int64 { return h.droppedLogs.Load() }
 
 // compile compiles (or reuses) a module in a runtime. Caller holds h.mu.
 func (h *Host) compile(ctx context.Context, e *rtEntry, sum [32]byte, wasm []byte) (wazero.CompiledModule, error) {
@@ -364,6 +390,9 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Module, error) {
 			st, err := os.Stat(mt.HostDir)
 			if err != nil || !st.IsDir() {
 				return nil, &LoadError{Plugin: spec.Name, Reason: fmt.Sprintf("mount %q: not a directory", mt.HostDir), Err: err}
+			}
+			if err := CheckMountLinks(mt.HostDir); err != nil {
+				return nil, &LoadError{Plugin: spec.Name, Reason: fmt.Sprintf("mount %q", mt.HostDir), Err: err}
 			}
 			fsc = fsc.WithReadOnlyDirMount(mt.HostDir, mt.GuestDir)
 		}

@@ -59,6 +59,8 @@ type instance struct {
 	stderr *boundedBuffer
 	sleep  *sleeper // nil without the clock grant
 	stack  [2]uint64
+	// logLines and logBytes count this call's log lines (reset per call; an instance serves one call at a time).
+	logLines, logBytes int
 }
 
 // SHA256 is the hex sha256 of the module binary; trajectories record it.
@@ -317,7 +319,13 @@ func (m *Module) initInstance(ctx context.Context, in *instance) ([]byte, error)
 	return append([]byte(nil), okv...), nil
 }
 
-func (m *Module) owned(in *instance) { m.host.owners.Store(in.mod, m) }
+func (m *Module) owned(in *instance) { m.host.owners.Store(in.mod, owner{m, in}) }
+
+// owner is what the log import finds from its api.Module.
+type owner struct {
+	m  *Module
+	in *instance
+}
 
 func (m *Module) closeInstance(ctx context.Context, in *instance) {
 	m.host.owners.Delete(in.mod)
@@ -409,6 +417,7 @@ func (m *Module) run(ctx context.Context, input []byte, use func(out []byte) err
 // invoke writes input into the guest (agentrt_alloc), calls fn(ptr, len) and returns a view of the output.
 func (m *Module) invoke(ctx context.Context, in *instance, name string, fn api.Function, input []byte) ([]byte, error) {
 	in.stderr.Reset()
+	in.logLines, in.logBytes = 0, 0
 	if in.sleep != nil {
 		in.sleep.set(ctx)
 	}

@@ -176,7 +176,7 @@ func (c Config) Validate() error {
 		if err != nil || !st.IsDir() {
 			return fmt.Errorf("command: %s: mount %q: not a directory", c.Name, m.HostDir)
 		}
-		if err := linksStayInside(m.HostDir); err != nil {
+		if err := plugin.CheckMountLinks(m.HostDir); err != nil {
 			return fmt.Errorf("command: %s: mount %q: %w", c.Name, m.HostDir, err)
 		}
 		if m.GuestDir == ScratchDir && c.Scratch {

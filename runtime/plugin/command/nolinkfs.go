@@ -1,11 +1,6 @@
 package command
 
 import (
-	"fmt"
-	"io/fs"
-	"path/filepath"
-	"strings"
-
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 )
@@ -22,27 +17,3 @@ func (noLinkFS) Link(string, string) experimentalsys.Errno    { return experimen
 
 // scratchFS mounts dir read-write without link creation.
 func scratchFS(dir string) experimentalsys.FS { return noLinkFS{sysfs.DirFS(dir)} }
-
-// linksStayInside refuses a mount holding a symlink that resolves outside it
-// (or does not resolve): wazero follows such links on the host, so one would
-// expose files the operator never mounted. Mounts are checked when the tool
-// is built; they are the operator's directories, not the guest's.
-func linksStayInside(dir string) error {
-	root, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return err
-	}
-	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || d.Type()&fs.ModeSymlink == 0 {
-			return err
-		}
-		target, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			return fmt.Errorf("symlink %s does not resolve: %w", path, err)
-		}
-		if rel, err := filepath.Rel(root, target); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-			return fmt.Errorf("symlink %s points outside the mount (to %s)", path, target)
-		}
-		return nil
-	})
-}

@@ -25,7 +25,7 @@ var (
 )
 
 func init() {
-	names := []string{"noop", "echo", "spin", "grow", "exit", "stackoverflow", "panic", "huge", "readfile", "now", "random", "log", "config", "sleep"}
+	names := []string{"noop", "echo", "spin", "grow", "exit", "stackoverflow", "panic", "huge", "readfile", "now", "random", "log", "config", "sleep", "symlink", "link", "writefile", "env"}
 	specs := make([]sdk.ToolSpec, len(names))
 	for i, n := range names {
 		specs[i] = sdk.ToolSpec{Name: n, Parameters: sdk.RawJSON(`{"type":"object"}`)}
@@ -70,6 +70,22 @@ func init() {
 					return sdk.Result{}, err
 				}
 				return sdk.Text(string(b)), nil
+			case "symlink", "link", "writefile": // file-system writes: refused in read-only mounts
+				var err error
+				switch name {
+				case "symlink":
+					err = os.Symlink(args.Get("target").StrOr(""), args.Get("path").StrOr(""))
+				case "link":
+					err = os.Link(args.Get("target").StrOr(""), args.Get("path").StrOr(""))
+				default:
+					err = os.WriteFile(args.Get("path").StrOr(""), []byte("written"), 0o644)
+				}
+				if err != nil {
+					return sdk.Result{}, err
+				}
+				return sdk.Text("done"), nil
+			case "env":
+				return sdk.Text(strings.Join(os.Environ(), "\n")), nil
 			case "now":
 				return sdk.Text(strconv.FormatInt(time.Now().UnixNano(), 10)), nil
 			case "random":
