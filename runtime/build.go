@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/plugins/builtin"
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/mcptool"
 	"github.com/agentrt/agentrt/runtime/plugin"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/tito"
@@ -73,6 +74,17 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 
 	var specs []abi.ToolSpec
 	for _, pc := range ac.Tools {
+		if pc.MCP != nil {
+			tb, sps, err := openMCP(ctx, pc, env)
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, sps...)
+			// No module hash to give: provenance records what the server called itself in the handshake.
+			plugins[tb.Plugin] = tb.SHA256
+			d.Tools = append(d.Tools, tb)
+			continue
+		}
 		if pc.Command != nil {
 			ct, err := loadCommand(ctx, env.Host, pc)
 			if err != nil {
@@ -335,6 +347,61 @@ func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig) (hookAdap
 	}
 	return hookAdapter{h: h}, mod.SHA256(), nil
 }
+
+// openMCP connects to an MCP server entry and binds the tools it lists (those in only, if set). The binding's
+// Plugin is the server's name ("mcp:" and its command or URL).
+func openMCP(ctx context.Context, pc PluginConfig, env BuildEnv) (ToolBinding, []abi.ToolSpec, error) {
+	t, err := mcptool.Open(ctx, *pc.MCP)
+	if err != nil {
+		return ToolBinding{}, nil, fmt.Errorf("tool %w", err)
+	}
+	name := pc.MCP.Name()
+	tb := ToolBinding{Plugin: name, SHA256: "server:" + t.Server(), Tool: mcpAdapter{t, name, env.PluginCall}, Timeout: pc.Timeout}
+	var specs []abi.ToolSpec
+	have := map[string]bool{}
+	for _, s := range t.Specs() {
+		have[s.Name] = true
+		if len(pc.Only) > 0 && !contains(pc.Only, s.Name) {
+			continue
+		}
+		sp := abi.ToolSpec{Name: s.Name, Description: s.Description, Parameters: abi.RawJSON(s.Parameters)}
+		specs = append(specs, sp)
+		tb.Specs = append(tb.Specs, openAISpec(sp))
+	}
+	for _, want := range pc.Only {
+		if !have[want] {
+			t.Close(ctx)
+			return ToolBinding{}, nil, fmt.Errorf("tool %s: no tool %q in it", name, want)
+		}
+	}
+	if env.Logger != nil {
+		env.Logger.Info("mcp server connected", "server", name, "tools", len(tb.Specs), "per_episode", pc.MCP.PerEpisode, "max_calls", pc.MCP.MaxCalls)
+	}
+	return tb, specs, nil
+}
+
+// mcpAdapter times an MCP server's calls like a plugin's; it is an EpisodeTool (per-episode servers and limits).
+type mcpAdapter struct {
+	t       *mcptool.Tool
+	name    string
+	observe func(kind, plugin string, d time.Duration)
+}
+
+func (a mcpAdapter) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {
+	return a.CallEpisode(ctx, "", name, args)
+}
+
+func (a mcpAdapter) CallEpisode(ctx context.Context, episodeID, name string, args json.RawMessage) (abi.ToolResult, error) {
+	t0 := time.Now()
+	r, err := a.t.CallEpisode(ctx, episodeID, name, args)
+	if a.observe != nil {
+		a.observe("tool", a.name, time.Since(t0))
+	}
+	return r, err
+}
+
+func (a mcpAdapter) EndEpisode(episodeID string)     { a.t.EndEpisode(episodeID) }
+func (a mcpAdapter) Close(ctx context.Context) error { return a.t.Close(ctx) }
 
 // openAISpec writes a plugin's tool spec in the OpenAI function format that chat templates expect.
 func openAISpec(sp abi.ToolSpec) json.RawMessage {

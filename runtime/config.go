@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/mcptool"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
@@ -149,6 +150,9 @@ type PluginConfig struct {
 	// e.g. "$AGENTRT_PYTHON_WASM"), run fresh for every call with the entry's timeout, max_memory_mb, mounts, clock
 	// and random (runtime/plugin/command).
 	Command *CommandConfig `toml:"command"`
+	// MCP makes a tool entry an MCP server's tools (runtime/mcptool): `mcp = { command = [...] }` (stdio) or
+	// `mcp = { url = "..." }` (streamable HTTP); Plugin stays empty, Only and Timeout apply.
+	MCP *mcptool.Config `toml:"mcp"`
 }
 
 // CommandConfig is a WASI command tool: how a call's arguments become the program's argv and stdin. Templates
@@ -304,6 +308,15 @@ func (c *Config) Validate() error {
 			return &FieldError{"agent.context_window", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
 		}
 		for _, p := range a.Tools {
+			if p.MCP != nil {
+				if p.Plugin != "" || p.Command != nil {
+					return &FieldError{"agent.tools.mcp", fmt.Sprintf("agent %q: an mcp tool entry takes no plugin or command table", a.Name)}
+				}
+				if key, err := p.MCP.Validate(); err != nil {
+					return &FieldError{"agent.tools.mcp." + key, fmt.Sprintf("agent %q: %v", a.Name, err)}
+				}
+				continue
+			}
 			if p.Plugin == "" && p.Command != nil {
 				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a command tool has no module (is $AGENTRT_PYTHON_WASM set? run `make setup` and source ~/.cache/agentrt/env.sh)", a.Name)}
 			}

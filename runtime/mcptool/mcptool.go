@@ -34,6 +34,8 @@ type Config struct {
 	MaxCalls int `toml:"max_calls"`
 	// ConnectTimeout bounds starting the server and the MCP handshake (default 30 s).
 	ConnectTimeout time.Duration `toml:"-"`
+	// Dir is the stdio server's working directory (runtime/config sets the config file's folder; empty: ours).
+	Dir string `toml:"-"`
 }
 
 // Validate checks the entry; the error names the offending key (relative to the mcp table).
@@ -73,6 +75,7 @@ type Tool struct {
 	cfg    Config
 	client *mcp.Client
 	specs  []Spec
+	server string // the server's own name and version, from the handshake
 
 	mu       sync.Mutex
 	shared   *conn
@@ -106,6 +109,9 @@ func Open(ctx context.Context, cfg Config) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
+	if ir := c.session.InitializeResult(); ir != nil && ir.ServerInfo != nil {
+		t.server = strings.TrimSpace(ir.ServerInfo.Name + " " + ir.ServerInfo.Version)
+	}
 	lctx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout)
 	defer cancel()
 	for tool, err := range c.session.Tools(lctx, nil) {
@@ -138,7 +144,9 @@ func (t *Tool) connect(ctx context.Context) (*conn, error) {
 		tr = &mcp.StreamableClientTransport{Endpoint: t.cfg.URL, DisableStandaloneSSE: true}
 	} else {
 		// Not CommandContext: the process lives as long as the connection, not the call that started it.
-		tr = &mcp.CommandTransport{Command: exec.Command(t.cfg.Command[0], t.cfg.Command[1:]...), TerminateDuration: 2 * time.Second}
+		cmd := exec.Command(t.cfg.Command[0], t.cfg.Command[1:]...)
+		cmd.Dir = t.cfg.Dir
+		tr = &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}
 	}
 	cctx, cancel := context.WithTimeout(ctx, t.cfg.ConnectTimeout)
 	defer cancel()
@@ -150,6 +158,9 @@ func (t *Tool) connect(ctx context.Context) (*conn, error) {
 	go func() { s.Wait(); close(c.dead) }()
 	return c, nil
 }
+
+// Server is the name and version the server gave in the MCP handshake (for provenance).
+func (t *Tool) Server() string { return t.server }
 
 // Specs are the server's tools, in the server's order.
 func (t *Tool) Specs() []Spec { return t.specs }
