@@ -42,7 +42,7 @@ type BuildEnv struct {
 // BuildAgent loads an agent's plugins through the host and returns the agent. Plugin references are
 // "builtin:NAME" (trusted, embedded: calculator, limiter) or a .wasm file (sandboxed with the entry's limits and
 // grants); the parser is a built-in parser name or a .wasm parser plugin.
-func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, error) {
+func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, err error) {
 	m := env.Model
 	fam, err := family.Detect(m, ac.Family)
 	if err != nil {
@@ -73,9 +73,19 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	d.ExtraStopIDs = extra
 
 	var specs []abi.ToolSpec
+	// A failed build closes what the tools opened outside the host (MCP server processes, command modules).
+	defer func() {
+		if err != nil {
+			for _, tb := range d.Tools {
+				if c, ok := tb.Tool.(interface{ Close(context.Context) error }); ok {
+					c.Close(context.WithoutCancel(ctx))
+				}
+			}
+		}
+	}()
 	for _, pc := range ac.Tools {
 		if pc.MCP != nil {
-			tb, sps, err := openMCP(ctx, pc, env)
+			tb, sps, err := openMCP(ctx, pc, ac.ToolTimeout.Duration, env)
 			if err != nil {
 				return nil, err
 			}
@@ -350,13 +360,24 @@ func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig) (hookAdap
 
 // openMCP connects to an MCP server entry and binds the tools it lists (those in only, if set). The binding's
 // Plugin is the server's name ("mcp:" and its command or URL).
-func openMCP(ctx context.Context, pc PluginConfig, env BuildEnv) (ToolBinding, []abi.ToolSpec, error) {
-	t, err := mcptool.Open(ctx, *pc.MCP)
+func openMCP(ctx context.Context, pc PluginConfig, toolTimeout time.Duration, env BuildEnv) (ToolBinding, []abi.ToolSpec, error) {
+	cfg := *pc.MCP
+	cfg.CallTimeout = toolTimeout
+	if pc.Timeout.Duration > 0 {
+		cfg.CallTimeout = pc.Timeout.Duration
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 30 * time.Second
+	}
+	t, err := mcptool.Open(ctx, cfg)
 	if err != nil {
 		return ToolBinding{}, nil, fmt.Errorf("tool %w", err)
 	}
 	name := pc.MCP.Name()
-	tb := ToolBinding{Plugin: name, SHA256: "server:" + t.Server(), Tool: mcpAdapter{t, name, env.PluginCall}, Timeout: pc.Timeout}
+	// Like a command tool's, the binding's limit leaves the tool its own timeout message; it also leaves room to
+	// restart a crashed server, which the call's timeout does not pay for.
+	tb := ToolBinding{Plugin: name, SHA256: "server:" + t.Server(), Tool: mcpAdapter{t, name, env.PluginCall},
+		Timeout: Duration{cfg.CallTimeout + cfg.ConnectTimeout + 5*time.Second}}
 	var specs []abi.ToolSpec
 	have := map[string]bool{}
 	for _, s := range t.Specs() {

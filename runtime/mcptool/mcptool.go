@@ -34,6 +34,9 @@ type Config struct {
 	MaxCalls int `toml:"max_calls"`
 	// ConnectTimeout bounds starting the server and the MCP handshake (default 30 s).
 	ConnectTimeout time.Duration `toml:"-"`
+	// CallTimeout bounds each tool call once the server is up (0: only the caller's context); a (re)start of the
+	// server is bounded by ConnectTimeout instead, so a restart does not eat the call's time.
+	CallTimeout time.Duration `toml:"-"`
 	// Dir is the stdio server's working directory (runtime/config sets the config file's folder; empty: ours).
 	Dir string `toml:"-"`
 }
@@ -194,10 +197,19 @@ func (t *Tool) CallEpisode(ctx context.Context, episodeID, name string, args jso
 	if err != nil {
 		return abi.ToolResult{}, err
 	}
-	res, err := c.session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: params})
+	cctx := ctx
+	if t.cfg.CallTimeout > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithTimeout(ctx, t.cfg.CallTimeout)
+		defer cancel()
+	}
+	res, err := c.session.CallTool(cctx, &mcp.CallToolParams{Name: name, Arguments: params})
 	if err != nil {
 		if ctx.Err() != nil {
 			return abi.ToolResult{}, ctx.Err()
+		}
+		if cctx.Err() != nil {
+			return errorResult(fmt.Sprintf("Error: tool %s timed out after %s", name, t.cfg.CallTimeout)), nil
 		}
 		// The session is unusable whatever broke it: drop it, so the next call starts the server again.
 		t.drop(episodeID, c)

@@ -108,6 +108,11 @@ func TestStdioCallOkErrorAndTimeout(t *testing.T) {
 	if r := call(t, tool, "e1", "echo", `{"text":"still here"}`); text(r) != "still here" {
 		t.Errorf("after a timeout: %q", text(r))
 	}
+	// With CallTimeout the tool reports its own timeout as an error result.
+	slow := open(t, Config{Command: serverCommand(t, "stdio"), CallTimeout: 100 * time.Millisecond})
+	if r := call(t, slow, "e1", "sleep", `{"seconds":3600}`); !r.IsError || text(r) != "Error: tool sleep timed out after 100ms" {
+		t.Errorf("sleep past CallTimeout = %q", text(r))
+	}
 	if n := tool.Restarts(); n != 0 {
 		t.Errorf("restarts = %d, want 0", n)
 	}
