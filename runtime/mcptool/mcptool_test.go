@@ -224,3 +224,23 @@ func TestValidate(t *testing.T) {
 		t.Errorf("Open(a missing program) = %v, want an error naming the server", err)
 	}
 }
+
+// BenchmarkCallStdio is one MCP round trip (tools/call of echo) to a Python server over stdio: the per-call
+// overhead of an MCP tool, for bench/results/outbound.md.
+func BenchmarkCallStdio(b *testing.B) {
+	py := os.Getenv("AGENTRT_MCP_PYTHON")
+	if py == "" {
+		b.Skip("AGENTRT_MCP_PYTHON is not set")
+	}
+	tool, err := Open(context.Background(), Config{Command: []string{py, "testdata/server.py", "stdio"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tool.Close(context.Background())
+	args := json.RawMessage(`{"text":"hello"}`)
+	for b.Loop() {
+		if r, err := tool.Call(context.Background(), "echo", args); err != nil || r.IsError {
+			b.Fatal(err, text(r))
+		}
+	}
+}
