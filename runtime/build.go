@@ -117,7 +117,10 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 		if err != nil {
 			return nil, err
 		}
-		tb := ToolBinding{Plugin: pc.Plugin, SHA256: mod.SHA256(), Tool: toolAdapter{t, pc.Plugin, env.PluginCall}, Timeout: pc.Timeout}
+		tb := ToolBinding{Plugin: pc.Plugin, SHA256: mod.SHA256(), Tool: toolAdapter{t, pc.Plugin, env.PluginCall, mod}, Timeout: pc.Timeout}
+		if mod.HTTPGranted() && env.Logger != nil {
+			env.Logger.Info("plugin granted outbound http", "plugin", pc.Plugin, "hosts", pc.HTTP.Hosts, "methods", pc.HTTP.Methods)
+		}
 		have := map[string]bool{}
 		for _, sp := range t.Specs() {
 			have[sp.Name] = true
@@ -282,7 +285,7 @@ func loadPlugin(ctx context.Context, host *plugin.Host, pc PluginConfig, tools [
 		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	spec.Limits = plugin.Limits{Timeout: pc.Timeout.Duration, MaxMemoryMB: pc.MaxMemoryMB}
-	spec.Grants = plugin.Grants{Clock: pc.Clock, Random: pc.Random}
+	spec.Grants = plugin.Grants{Clock: pc.Clock, Random: pc.Random, HTTP: pc.HTTP}
 	for _, m := range pc.Mounts {
 		mt, err := plugin.ParseMount(m)
 		if err != nil {
@@ -452,6 +455,7 @@ type toolAdapter struct {
 	t       *plugin.Tool
 	name    string
 	observe func(kind, plugin string, d time.Duration)
+	mod     *plugin.Module // for per-episode state (the HTTP grant's counts)
 }
 
 func (a toolAdapter) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {

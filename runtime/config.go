@@ -8,6 +8,7 @@ import (
 
 	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/mcptool"
+	"github.com/agentrt/agentrt/runtime/outbound"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
@@ -153,6 +154,9 @@ type PluginConfig struct {
 	// MCP makes a tool entry an MCP server's tools (runtime/mcptool): `mcp = { command = [...] }` (stdio) or
 	// `mcp = { url = "..." }` (streamable HTTP); Plugin stays empty, Only and Timeout apply.
 	MCP *mcptool.Config `toml:"mcp"`
+	// HTTP grants a sandboxed plugin outbound HTTP through agentrt_v1.http_request (plugins/ABI.md 3.1): allowed
+	// hosts, methods, timeout, body caps, requests per episode and per second, headers from env vars.
+	HTTP *outbound.Grant `toml:"http"`
 }
 
 // CommandConfig is a WASI command tool: how a call's arguments become the program's argv and stdin. Templates
@@ -317,6 +321,9 @@ func (c *Config) Validate() error {
 				}
 				continue
 			}
+			if err := validateHTTP(a.Name, "agent.tools", p); err != nil {
+				return err
+			}
 			if p.Plugin == "" && p.Command != nil {
 				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a command tool has no module (is $AGENTRT_PYTHON_WASM set? run `make setup` and source ~/.cache/agentrt/env.sh)", a.Name)}
 			}
@@ -334,7 +341,25 @@ func (c *Config) Validate() error {
 			if p.Plugin == "" {
 				return &FieldError{"agent.hooks.plugin", fmt.Sprintf("agent %q: a hook entry has no plugin", a.Name)}
 			}
+			if err := validateHTTP(a.Name, "agent.hooks", p); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// validateHTTP checks an http grant: only sandboxed plugin files take one, and it must be a valid grant (its
+// header variables set).
+func validateHTTP(agent, table string, p PluginConfig) error {
+	if p.HTTP == nil {
+		return nil
+	}
+	if p.Command != nil || p.MCP != nil || strings.HasPrefix(p.Plugin, "builtin:") {
+		return &FieldError{table + ".http", fmt.Sprintf("agent %q: %s: only a .wasm plugin can be granted outbound http", agent, p.Plugin)}
+	}
+	if _, err := outbound.New(*p.HTTP); err != nil {
+		return &FieldError{table + ".http", fmt.Sprintf("agent %q: %s: %s", agent, p.Plugin, strings.TrimPrefix(err.Error(), "outbound: "))}
 	}
 	return nil
 }
