@@ -72,3 +72,40 @@ func TestOutboundHTTPWebSearch(t *testing.T) {
 		t.Errorf("load with a header from an unset variable = %v, want a load error naming it", err)
 	}
 }
+
+// BenchmarkOutboundHTTPSearch is one sandboxed websearch tool call that makes one granted GET to a loopback stub:
+// the host function's overhead on top of a plain Wasm tool call (bench/results/outbound.md).
+func BenchmarkOutboundHTTPSearch(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hit") }))
+	defer srv.Close()
+	h := newHost(b)
+	cfg, _ := json.Marshal(map[string]string{"endpoint": srv.URL + "/search"})
+	m := load(b, h, plugin.Spec{Name: "websearch.wasm", Wasm: repoFile(b, "plugins/examples/go-websearch/websearch.wasm"), PoolSize: 1,
+		Config: cfg, Grants: plugin.Grants{HTTP: &outbound.Grant{Hosts: []string{srv.URL}}}})
+	tl, err := m.Tool()
+	if err != nil {
+		b.Fatal(err)
+	}
+	args := json.RawMessage(`{"query":"q"}`)
+	for b.Loop() {
+		if r, err := tl.Call(context.Background(), "search", args); err != nil || r.IsError {
+			b.Fatal(err, r.Text)
+		}
+	}
+}
+
+// BenchmarkOutboundHTTPDirect is the same GET made from Go through the grant, without Wasm: the baseline that
+// BenchmarkOutboundHTTPSearch adds the guest, the host function and JSON envelopes to.
+func BenchmarkOutboundHTTPDirect(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hit") }))
+	defer srv.Close()
+	c, err := outbound.New(outbound.Grant{Hosts: []string{srv.URL}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, _, err := c.Do(context.Background(), "", outbound.Request{URL: srv.URL + "/search?q=q"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
