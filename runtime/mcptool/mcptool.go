@@ -235,27 +235,56 @@ func (t *Tool) conn(ctx context.Context, episodeID string) (c *conn, limited boo
 		return nil, true, nil
 	}
 	ep.calls++
-	slot := &t.shared
-	if t.cfg.PerEpisode {
-		slot = &ep.conn
-	}
-	if *slot != nil {
-		select {
-		case <-(*slot).dead:
-			(*slot).session.Close()
-			*slot = nil
+	if !t.cfg.PerEpisode {
+		// Connecting under the lock serializes starts: a crashed shared server is started once, not once per
+		// caller.
+		if t.shared != nil && !t.live(&t.shared) {
 			t.restarts++
-		default:
-			return *slot, false, nil
 		}
+		if t.shared == nil {
+			if t.shared, err = t.connect(ctx); err != nil {
+				return nil, false, err
+			}
+		}
+		return t.shared, false, nil
 	}
-	// Connecting under the lock serializes starts: a crashed shared server is started once, not once per caller.
+	if ep.conn != nil && !t.live(&ep.conn) {
+		t.restarts++
+	}
+	if ep.conn != nil {
+		return ep.conn, false, nil
+	}
+	// An episode's own server starts outside the lock: other episodes' calls need not wait for it.
+	t.mu.Unlock()
 	nc, err := t.connect(ctx)
+	t.mu.Lock()
 	if err != nil {
 		return nil, false, err
 	}
-	*slot = nc
+	if t.closed || t.episodes[episodeID] != ep {
+		// The tool closed or the episode ended meanwhile: nobody would close this one.
+		go nc.session.Close()
+		return nil, false, fmt.Errorf("%s: episode %q ended while its server started", t.cfg.Name(), episodeID)
+	}
+	if ep.conn != nil { // a concurrent call of the same turn won the race
+		go nc.session.Close()
+		return ep.conn, false, nil
+	}
+	ep.conn = nc
 	return nc, false, nil
+}
+
+// live reports whether the connection in *slot is alive; a dead one is closed and the slot emptied. Caller holds
+// t.mu.
+func (t *Tool) live(slot **conn) bool {
+	select {
+	case <-(*slot).dead:
+		go (*slot).session.Close()
+		*slot = nil
+		return false
+	default:
+		return true
+	}
 }
 
 // drop forgets a connection after a failed call (if it is still the current one) and closes it.

@@ -5,9 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,5 +244,38 @@ func BenchmarkCallStdio(b *testing.B) {
 		if r, err := tool.Call(context.Background(), "echo", args); err != nil || r.IsError {
 			b.Fatal(err, text(r))
 		}
+	}
+}
+
+// Episodes start their own servers concurrently, and calls of one turn share the episode's server.
+func TestPerEpisodeServersConcurrently(t *testing.T) {
+	tool := open(t, Config{Command: serverCommand(t, "stdio"), PerEpisode: true})
+	var wg sync.WaitGroup
+	got := make([][2]string, 3)
+	for i := range got {
+		wg.Go(func() {
+			ep := fmt.Sprint("e", i)
+			var inner sync.WaitGroup
+			for j := range 2 {
+				inner.Go(func() {
+					r, err := tool.CallEpisode(context.Background(), ep, "counter", json.RawMessage(`{}`))
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					_, pid, _ := strings.Cut(text(r), " ")
+					got[i][j] = pid
+				})
+			}
+			inner.Wait()
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for i, g := range got {
+		if g[0] == "" || g[0] != g[1] || seen[g[0]] {
+			t.Errorf("episode %d: pids %v (all %v): want one server per episode, shared by its calls", i, g, got)
+		}
+		seen[g[0]] = true
 	}
 }
