@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/config"
 	"github.com/agentrt/agentrt/runtime/outbound"
 	"github.com/agentrt/agentrt/sglang/emulator"
 )
@@ -62,5 +63,20 @@ func TestOutboundHTTPToolEpisode(t *testing.T) {
 	// A second episode has its own count.
 	if tr2 := h.runLabeled(t, "web2", "[script:web] Search.", ""); toolMessages(t, tr2)[0] != "top hit for agentrt [k-123]" {
 		t.Errorf("second episode: %q", toolMessages(t, tr2))
+	}
+}
+
+// The web-agent example's runtime.toml decodes strictly: a granted search tool and an MCP server.
+func TestWebAgentExampleConfig(t *testing.T) {
+	t.Setenv("SEARCH_KEY", "demo")
+	t.Setenv("AGENTRT_MCP_PYTHON", "/opt/venv/bin/python")
+	cfg, err := config.Load("../examples/web-agent/runtime.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := cfg.Agents[0].Tools
+	if len(tools) != 2 || tools[0].HTTP == nil || tools[0].HTTP.PerEpisode != 5 || tools[0].HTTP.Headers["X-Api-Key"] != "$SEARCH_KEY" ||
+		tools[1].MCP == nil || tools[1].MCP.Command[0] != "/opt/venv/bin/python" || tools[1].MCP.MaxCalls != 10 {
+		t.Errorf("tools %+v", tools)
 	}
 }
