@@ -199,6 +199,7 @@ type episode struct {
 	state     map[int]abi.RawJSON // per hook: the state it returned last
 	parseErrs map[string]int
 	toolCalls map[string]int // outcome -> count
+	outbound  outboundLog    // granted plugins' HTTP requests
 	warnings  []string
 	final     string
 	// lastStop is the stop token that ended the last response (-1: none)
@@ -610,6 +611,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		jobs = append(jobs, func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
+			cctx = withOutboundLog(cctx, &e.outbound, c.tc.Name)
 			var res abi.ToolResult
 			var err error
 			if et, ok := tb.Tool.(EpisodeTool); ok {
@@ -868,6 +870,7 @@ func (e *episode) end(ctx context.Context) {
 	for outcome, n := range e.toolCalls {
 		t.SetMetric("tool_calls."+outcome, float64(n))
 	}
+	e.outbound.finish(t)
 	t.SetMetric("turns", float64(e.counts.ModelCalls))
 	sort.Strings(e.warnings)
 	t.Warnings = append(t.Warnings, e.warnings...)

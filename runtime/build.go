@@ -14,6 +14,7 @@ import (
 	"github.com/agentrt/agentrt/plugins/builtin"
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/mcptool"
 	"github.com/agentrt/agentrt/runtime/plugin"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/tito"
@@ -41,7 +42,7 @@ type BuildEnv struct {
 // BuildAgent loads an agent's plugins through the host and returns the agent. Plugin references are
 // "builtin:NAME" (trusted, embedded: calculator, limiter) or a .wasm file (sandboxed with the entry's limits and
 // grants); the parser is a built-in parser name or a .wasm parser plugin.
-func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, error) {
+func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, err error) {
 	m := env.Model
 	fam, err := family.Detect(m, ac.Family)
 	if err != nil {
@@ -72,7 +73,28 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 	d.ExtraStopIDs = extra
 
 	var specs []abi.ToolSpec
+	// A failed build closes what the tools opened outside the host (MCP server processes, command modules).
+	defer func() {
+		if err != nil {
+			for _, tb := range d.Tools {
+				if c, ok := tb.Tool.(interface{ Close(context.Context) error }); ok {
+					c.Close(context.WithoutCancel(ctx))
+				}
+			}
+		}
+	}()
 	for _, pc := range ac.Tools {
+		if pc.MCP != nil {
+			tb, sps, err := openMCP(ctx, pc, ac.ToolTimeout.Duration, env)
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, sps...)
+			// No module hash to give: provenance records what the server called itself in the handshake.
+			plugins[tb.Plugin] = tb.SHA256
+			d.Tools = append(d.Tools, tb)
+			continue
+		}
 		if pc.Command != nil {
 			ct, err := loadCommand(ctx, env.Host, pc)
 			if err != nil {
@@ -95,7 +117,10 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (*Agent, erro
 		if err != nil {
 			return nil, err
 		}
-		tb := ToolBinding{Plugin: pc.Plugin, SHA256: mod.SHA256(), Tool: toolAdapter{t, pc.Plugin, env.PluginCall}, Timeout: pc.Timeout}
+		tb := ToolBinding{Plugin: pc.Plugin, SHA256: mod.SHA256(), Tool: toolAdapter{t, pc.Plugin, env.PluginCall, mod}, Timeout: pc.Timeout}
+		if mod.HTTPGranted() && env.Logger != nil {
+			env.Logger.Info("plugin granted outbound http", "plugin", pc.Plugin, "hosts", pc.HTTP.Hosts, "methods", pc.HTTP.Methods)
+		}
 		have := map[string]bool{}
 		for _, sp := range t.Specs() {
 			have[sp.Name] = true
@@ -260,7 +285,7 @@ func loadPlugin(ctx context.Context, host *plugin.Host, pc PluginConfig, tools [
 		return nil, fmt.Errorf("plugin: %w", err)
 	}
 	spec.Limits = plugin.Limits{Timeout: pc.Timeout.Duration, MaxMemoryMB: pc.MaxMemoryMB}
-	spec.Grants = plugin.Grants{Clock: pc.Clock, Random: pc.Random}
+	spec.Grants = plugin.Grants{Clock: pc.Clock, Random: pc.Random, HTTP: pc.HTTP}
 	for _, m := range pc.Mounts {
 		mt, err := plugin.ParseMount(m)
 		if err != nil {
@@ -334,6 +359,72 @@ func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig) (hookAdap
 	return hookAdapter{h: h}, mod.SHA256(), nil
 }
 
+// openMCP connects to an MCP server entry and binds the tools it lists (those in only, if set). The binding's
+// Plugin is the server's name ("mcp:" and its command or URL).
+func openMCP(ctx context.Context, pc PluginConfig, toolTimeout time.Duration, env BuildEnv) (ToolBinding, []abi.ToolSpec, error) {
+	cfg := *pc.MCP
+	cfg.CallTimeout = toolTimeout
+	if pc.Timeout.Duration > 0 {
+		cfg.CallTimeout = pc.Timeout.Duration
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = 30 * time.Second
+	}
+	t, err := mcptool.Open(ctx, cfg)
+	if err != nil {
+		return ToolBinding{}, nil, fmt.Errorf("tool %w", err)
+	}
+	name := pc.MCP.Name()
+	// Like a command tool's, the binding's limit leaves the tool its own timeout message; it also leaves room to
+	// restart a crashed server, which the call's timeout does not pay for.
+	tb := ToolBinding{Plugin: name, SHA256: "server:" + t.Server(), Tool: mcpAdapter{t, name, env.PluginCall},
+		Timeout: Duration{cfg.CallTimeout + cfg.ConnectTimeout + 5*time.Second}}
+	var specs []abi.ToolSpec
+	have := map[string]bool{}
+	for _, s := range t.Specs() {
+		have[s.Name] = true
+		if len(pc.Only) > 0 && !contains(pc.Only, s.Name) {
+			continue
+		}
+		sp := abi.ToolSpec{Name: s.Name, Description: s.Description, Parameters: abi.RawJSON(s.Parameters)}
+		specs = append(specs, sp)
+		tb.Specs = append(tb.Specs, openAISpec(sp))
+	}
+	for _, want := range pc.Only {
+		if !have[want] {
+			t.Close(ctx)
+			return ToolBinding{}, nil, fmt.Errorf("tool %s: no tool %q in it", name, want)
+		}
+	}
+	if env.Logger != nil {
+		env.Logger.Info("mcp server connected", "server", name, "tools", len(tb.Specs), "per_episode", pc.MCP.PerEpisode, "max_calls", pc.MCP.MaxCalls)
+	}
+	return tb, specs, nil
+}
+
+// mcpAdapter times an MCP server's calls like a plugin's; it is an EpisodeTool (per-episode servers and limits).
+type mcpAdapter struct {
+	t       *mcptool.Tool
+	name    string
+	observe func(kind, plugin string, d time.Duration)
+}
+
+func (a mcpAdapter) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {
+	return a.CallEpisode(ctx, "", name, args)
+}
+
+func (a mcpAdapter) CallEpisode(ctx context.Context, episodeID, name string, args json.RawMessage) (abi.ToolResult, error) {
+	t0 := time.Now()
+	r, err := a.t.CallEpisode(ctx, episodeID, name, args)
+	if a.observe != nil {
+		a.observe("tool", a.name, time.Since(t0))
+	}
+	return r, err
+}
+
+func (a mcpAdapter) EndEpisode(episodeID string)     { a.t.EndEpisode(episodeID) }
+func (a mcpAdapter) Close(ctx context.Context) error { return a.t.Close(ctx) }
+
 // openAISpec writes a plugin's tool spec in the OpenAI function format that chat templates expect.
 func openAISpec(sp abi.ToolSpec) json.RawMessage {
 	type fn struct {
@@ -362,6 +453,7 @@ type toolAdapter struct {
 	t       *plugin.Tool
 	name    string
 	observe func(kind, plugin string, d time.Duration)
+	mod     *plugin.Module // for per-episode state (the HTTP grant's counts)
 }
 
 func (a toolAdapter) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/mcptool"
+	"github.com/agentrt/agentrt/runtime/outbound"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
@@ -122,6 +124,12 @@ type PluginConfig struct {
 	// e.g. "$AGENTRT_PYTHON_WASM"), run fresh for every call with the entry's timeout, max_memory_mb, mounts, clock
 	// and random (runtime/plugin/command).
 	Command *CommandConfig `toml:"command"`
+	// MCP makes a tool entry an MCP server's tools (runtime/mcptool): `mcp = { command = [...] }` (stdio) or
+	// `mcp = { url = "..." }` (streamable HTTP); Plugin stays empty, Only and Timeout apply.
+	MCP *mcptool.Config `toml:"mcp"`
+	// HTTP grants a sandboxed plugin outbound HTTP through agentrt_v1.http_request (plugins/ABI.md 3.1): allowed
+	// hosts, methods, timeout, body caps, requests per episode and per second, headers from env vars.
+	HTTP *outbound.Grant `toml:"http"`
 }
 
 // CommandConfig is a WASI command tool: how a call's arguments become the program's argv and stdin. Templates
@@ -317,6 +325,18 @@ func (c *Config) Validate() error {
 			return &FieldError{"agent.max_tool_result_bytes", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
 		}
 		for _, p := range a.Tools {
+			if p.MCP != nil {
+				if p.Plugin != "" || p.Command != nil {
+					return &FieldError{"agent.tools.mcp", fmt.Sprintf("agent %q: an mcp tool entry takes no plugin or command table", a.Name)}
+				}
+				if key, err := p.MCP.Validate(); err != nil {
+					return &FieldError{"agent.tools.mcp." + key, fmt.Sprintf("agent %q: %v", a.Name, err)}
+				}
+				continue
+			}
+			if err := validateHTTP(a.Name, "agent.tools", p); err != nil {
+				return err
+			}
 			if p.Plugin == "" && p.Command != nil {
 				return &FieldError{"agent.tools.plugin", fmt.Sprintf("agent %q: a command tool has no module (is $AGENTRT_PYTHON_WASM set? run `make setup` and source ~/.cache/agentrt/env.sh)", a.Name)}
 			}
@@ -339,7 +359,25 @@ func (c *Config) Validate() error {
 			if p.Plugin == "" {
 				return &FieldError{"agent.hooks.plugin", fmt.Sprintf("agent %q: a hook entry has no plugin", a.Name)}
 			}
+			if err := validateHTTP(a.Name, "agent.hooks", p); err != nil {
+				return err
+			}
 		}
+	}
+	return nil
+}
+
+// validateHTTP checks an http grant: only sandboxed plugin files take one, and it must be a valid grant (its
+// header variables set).
+func validateHTTP(agent, table string, p PluginConfig) error {
+	if p.HTTP == nil {
+		return nil
+	}
+	if p.Command != nil || p.MCP != nil || strings.HasPrefix(p.Plugin, "builtin:") {
+		return &FieldError{table + ".http", fmt.Sprintf("agent %q: %s: only a .wasm plugin can be granted outbound http", agent, p.Plugin)}
+	}
+	if _, err := outbound.New(*p.HTTP); err != nil {
+		return &FieldError{table + ".http", fmt.Sprintf("agent %q: %s: %s", agent, p.Plugin, strings.TrimPrefix(err.Error(), "outbound: "))}
 	}
 	return nil
 }

@@ -101,6 +101,14 @@ func parse(path, src string) (*runtime.Config, error) {
 		if strings.HasSuffix(a.Parser, ".wasm") {
 			a.Parser = expandPath(base, a.Parser)
 		}
+		for _, t := range a.Tools {
+			if t.MCP != nil { // $VARS expand in the argv; the server runs in the config file's folder
+				for k := range t.MCP.Command {
+					t.MCP.Command[k] = os.ExpandEnv(t.MCP.Command[k])
+				}
+				t.MCP.Dir = base
+			}
+		}
 		for _, list := range [][]runtime.PluginConfig{a.Tools, a.Hooks} {
 			for j := range list {
 				list[j].Plugin = expandPlugin(base, list[j].Plugin)

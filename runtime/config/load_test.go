@@ -29,6 +29,19 @@ plugin = "builtin:limiter"
 config = { max_tool_iters = 3 }
 `
 
+func TestParseMCPTool(t *testing.T) {
+	t.Setenv("MCP_PY", "/opt/venv/bin/python")
+	src := strings.Replace(good, `plugin = "builtin:calculator"`, "mcp = { command = [\"$MCP_PY\", \"server.py\"], per_episode = true, max_calls = 4 }\nonly = [\"add\"]", 1)
+	cfg, err := Parse("/etc/agentrt/runtime.toml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Agents[0].Tools[0].MCP
+	if m == nil || strings.Join(m.Command, " ") != "/opt/venv/bin/python server.py" || !m.PerEpisode || m.MaxCalls != 4 || m.Dir != "/etc/agentrt" {
+		t.Errorf("mcp = %+v", m)
+	}
+}
+
 func TestParseGood(t *testing.T) {
 	cfg, err := Parse("/etc/agentrt/runtime.toml", good)
 	if err != nil {
@@ -74,6 +87,12 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"bad worker URL", strings.Replace(good, "http://127.0.0.1:30000", "ftp://127.0.0.1:30000", 1), 3, "sglang.workers", "must start with http://"},
 		{"emulator among workers", strings.Replace(good, `"http://127.0.0.1:30000"`, `"emulator", "http://h:1"`, 1), 3, "sglang.workers", "must be the only worker"},
 		{"bad policy", strings.Replace(good, `tool_timeout = "5s"`, `parse_errors = "ignore"`, 1), 10, "agent.parse_errors", "not a policy"},
+		{"mcp bad url", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nmcp = { url = \"ftp://h\" }", 1), 20, "agent.tools.mcp.url", "not an http:// or https:// URL"},
+		{"mcp typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nmcp = { comand = [\"x\"] }", 1), 20, "agent.tools.mcp.comand", `did you mean "agent.tools.mcp.command"`},
+		{"mcp and plugin", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\nmcp = { command = [\"x\"] }", 1), 18, "agent.tools.mcp", "takes no plugin"},
+		{"http on a builtin", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\nhttp = { hosts = [\"api.x.com\"] }", 1), 18, "agent.tools.http", "only a .wasm plugin"},
+		{"http bad host", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"ftp://x\"] }", 1), 18, "agent.tools.http", "scheme must be http or https"},
+		{"http typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"x.com\"], methds = [\"GET\"] }", 1), 18, "agent.tools.http.methds", `did you mean "agent.tools.http.methods"`},
 		{"unknown family", strings.Replace(good, `tool_timeout = "5s"`, `family = "qwen9"`, 1), 10, "agent.family", `unknown model family "qwen9" (known: qwen3, `},
 	}
 	for _, tt := range tests {

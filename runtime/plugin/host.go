@@ -22,6 +22,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/outbound"
 )
 
 // Config configures a [Host]. The zero value is usable: an in-memory compilation cache.
@@ -124,6 +125,8 @@ type Grants struct {
 	Clock bool `toml:"clock"`
 	// Random grants a cryptographic random source.
 	Random bool `toml:"random"`
+	// HTTP grants outbound HTTP through agentrt_v1.http_request (nil: every request is denied).
+	HTTP *outbound.Grant `toml:"-"`
 }
 
 // Spec is what to load.
@@ -253,6 +256,14 @@ func (h *Host) runtime(ctx context.Context, trusted bool, pages uint32) (*rtEntr
 		WithGoModuleFunction(api.GoModuleFunc(h.hostLog), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32, api.ValueTypeI32}, nil).
 		WithParameterNames("level", "ptr", "len").
 		Export(abi.FuncLog).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(h.hostHTTPRequest), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, []api.ValueType{api.ValueTypeI32}).
+		WithParameterNames("ptr", "len").
+		Export(funcHTTPRequest).
+		NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(h.hostHTTPResult), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}, nil).
+		WithParameterNames("ptr", "len").
+		Export(funcHTTPResult).
 		Instantiate(ctx)
 	if err != nil {
 		_ = r.Close(ctx)
@@ -352,6 +363,10 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Module, error) {
 		return nil, &LoadError{Plugin: spec.Name, Reason: "empty module"}
 	}
 	lim := spec.Limits.withDefaults(spec.Trusted)
+	httpClient, err := newHTTPClient(spec)
+	if err != nil {
+		return nil, err
+	}
 	pages := uint32(lim.MaxMemoryMB * 16) // 64 KiB pages
 	if pages > 65536 {
 		pages = 65536
@@ -414,6 +429,7 @@ func (h *Host) Load(ctx context.Context, spec Spec) (*Module, error) {
 		trusted: spec.Trusted,
 		clock:   spec.Grants.Clock,
 		lim:     lim,
+		http:    httpClient,
 		pool:    make(chan *instance, size),
 		size:    size,
 		closing: make(chan struct{}),
@@ -488,7 +504,9 @@ var requiredExports = []wantFunc{
 }
 
 var hostImports = map[string]wantFunc{
-	abi.FuncLog: {name: abi.FuncLog, params: []api.ValueType{i32, i32, i32}},
+	abi.FuncLog:     {name: abi.FuncLog, params: []api.ValueType{i32, i32, i32}},
+	funcHTTPRequest: {name: funcHTTPRequest, params: []api.ValueType{i32, i32}, results: []api.ValueType{i32}},
+	funcHTTPResult:  {name: funcHTTPResult, params: []api.ValueType{i32, i32}},
 }
 
 // checkShape checks the memory export, each required export's signature and every import (plugins/ABI.md 2.3).

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/plugins/sdk/go/fastjson"
+	"github.com/agentrt/agentrt/runtime/outbound"
 )
 
 // Module is a loaded plugin: a compiled module and a pool of initialised instances, one call in flight per
@@ -32,6 +33,7 @@ type Module struct {
 	trusted bool
 	clock   bool // granted clock: instances get an interruptible sleep
 	lim     Limits
+	http    *outbound.Client // granted outbound HTTP (nil: none)
 
 	manifest abi.Manifest
 	specs    []abi.ToolSpec // tool kind: the effective tool list (manifest, or init's replacement)
@@ -329,6 +331,7 @@ type owner struct {
 
 func (m *Module) closeInstance(ctx context.Context, in *instance) {
 	m.host.owners.Delete(in.mod)
+	pendingHTTP.Delete(in.mod)
 	_ = in.mod.Close(context.WithoutCancel(ctx))
 }
 
