@@ -22,7 +22,7 @@ import (
 var formatOf = map[string]string{
 	"hermes": "hermes", "qwen25": "qwen25", "qwen3_coder": "qwen3_coder", "llama3": "llama3",
 	"glm45": "glm45", "glm47": "glm47", "kimi_k2": "kimi_k2", "minimax-m2": "minimax-m2", "mistral": "mistral",
-	"deepseekv3": "deepseekv3", "deepseekv31": "deepseekv31", "gpt-oss": "gpt-oss",
+	"deepseekv3": "deepseekv3", "deepseekv31": "deepseekv31", "gpt-oss": "gpt-oss", "pythonic": "pythonic",
 }
 
 type fixtureCase struct {
