@@ -4,8 +4,9 @@
 // deepseekv31 (DeepSeek V3.1), mistral ([TOOL_CALLS] JSON list or NAME[ARGS]),
 // minimax-m2 (<invoke name=...>
 // XML), seed_oss (Qwen3-Coder's XML inside
-// <seed:tool_call>, reasoning in <seed:think>) and gpt-oss (harmony messages: the analysis channel is
-// reasoning, a commentary message to=functions.NAME is a call). They are compiled to one Wasm parser
+// <seed:tool_call>, reasoning in <seed:think>) gpt-oss (harmony messages: the analysis channel is
+// reasoning, a commentary message to=functions.NAME is a call) and pythonic (Llama 4 [f(k=v), g()] lists of
+// Python literals). They are compiled to one Wasm parser
 // plugin (Wasm, WasmConfig) that the runtime loads through the plugin host like any parser plugin; the same pure
 // logic is importable natively (New, Parser.Parse) for tests, fuzzing and tools.
 //
