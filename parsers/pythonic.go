@@ -134,11 +134,11 @@ func (st *state) pythonicList(t string, open int) (int, string) {
 				buf = append(buf, ',')
 			}
 			first = false
-			buf = appendQuoted(buf, t[i:i+k])
-			buf = append(buf, ':')
+			key := t[i : i+k]
+			buf = append(appendQuoted(buf, key), ':')
 			var err string
 			if buf, i, err = pyValue(buf, t, skipSpace(t, j+1), 0); err != "" {
-				return 0, "argument " + quote(t[i:i+k]) + " of " + quote(clip(name)) + ": " + err
+				return 0, "argument " + quote(key) + " of " + quote(clip(name)) + ": " + err
 			}
 			i = skipSpace(t, i)
 			if i < len(t) && t[i] == ',' {

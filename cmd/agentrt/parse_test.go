@@ -202,7 +202,7 @@ func BenchmarkParseHost(b *testing.B) {
 		b.Fatal(err)
 	}
 	// The same completion (reasoning, text, the same two calls) in each format.
-	for _, format := range []string{"hermes", "qwen3_coder", "seed_oss", "minimax-m2", "deepseekv3", "deepseekv31", "gpt-oss"} {
+	for _, format := range []string{"hermes", "qwen3_coder", "seed_oss", "minimax-m2", "deepseekv3", "deepseekv31", "gpt-oss", "pythonic"} {
 		b.Run(format, func(b *testing.B) { benchParseHost(b, format, benchText(b, string(raw), format)) })
 	}
 }
@@ -248,6 +248,27 @@ func benchText(b *testing.B, hermes, format string) string {
 				out.WriteString("<parameter name=\"" + k + "\">" + value(k) + "</parameter>\n")
 			}
 			out.WriteString("</invoke>\n</minimax:tool_call>")
+		case "pythonic": // one list holding both calls; JSON strings and numbers are Python literals too
+			if i == 0 {
+				out.WriteString("[")
+			} else {
+				out.WriteString(", ")
+			}
+			out.WriteString(c.Name + "(")
+			for j, k := range keys {
+				if j > 0 {
+					out.WriteString(", ")
+				}
+				v := string(args[k])
+				if py, ok := map[string]string{"true": "True", "false": "False", "null": "None"}[v]; ok {
+					v = py
+				}
+				out.WriteString(k + "=" + v)
+			}
+			out.WriteString(")")
+			if i == len(r.Calls)-1 {
+				out.WriteString("]")
+			}
 		case "gpt-oss": // the reasoning stays as text: only the calls are harmony messages
 			out.WriteString("<|start|>assistant<|channel|>commentary to=functions." + c.Name + " <|constrain|>json<|message|>" + string(c.Arguments) + "<|call|>")
 		case "deepseekv3", "deepseekv31":
