@@ -70,7 +70,7 @@ func TestParseUsage(t *testing.T) {
 		wantErr string
 	}{
 		{"no parser", nil, "", exitUsage, "--parser is required"},
-		{"unknown parser", []string{"--parser", "pythonic"}, "", exitUsage, `unknown parser "pythonic" (known: deepseekv3`},
+		{"unknown parser", []string{"--parser", "step3"}, "", exitUsage, `unknown parser "step3" (known: deepseekv3`},
 		{"extra argument", []string{"--parser", "hermes", "file.txt"}, "", exitUsage, "unexpected argument"},
 		{"missing tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/nope.json"}, "", exitFailure, "--tools open testdata/parse/nope.json"},
 		{"bad tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/bad_tools.json"}, "", exitFailure, "tools[0]: missing \"name\""},
@@ -325,7 +325,7 @@ func TestParseWasmBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close(ctx)
-	for _, cfg := range []string{`{"parser": "pythonic"}`, `{}`, `null`} {
+	for _, cfg := range []string{`{"parser": "step3"}`, `{}`, `null`} {
 		_, err := h.Load(ctx, plugin.Spec{Name: "builtin:parsers", Wasm: parsers.Wasm(), Trusted: true, Config: []byte(cfg), PoolSize: 1})
 		if err == nil || !strings.Contains(err.Error(), "hermes") {
 			t.Errorf("config %s: load error %v, want one listing the parser names", cfg, err)
