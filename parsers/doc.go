@@ -3,8 +3,10 @@
 // glm45 (key/value XML, alias glm47), kimi_k2 (special-token sections), deepseekv3 (DeepSeek V3 and R1) and
 // deepseekv31 (DeepSeek V3.1), mistral ([TOOL_CALLS] JSON list or NAME[ARGS]),
 // minimax-m2 (<invoke name=...>
-// XML) and seed_oss (Qwen3-Coder's XML inside
-// <seed:tool_call>, reasoning in <seed:think>). They are compiled to one Wasm parser
+// XML), seed_oss (Qwen3-Coder's XML inside
+// <seed:tool_call>, reasoning in <seed:think>) gpt-oss (harmony messages: the analysis channel is
+// reasoning, a commentary message to=functions.NAME is a call) and pythonic (Llama 4 [f(k=v), g()] lists of
+// Python literals). They are compiled to one Wasm parser
 // plugin (Wasm, WasmConfig) that the runtime loads through the plugin host like any parser plugin; the same pure
 // logic is importable natively (New, Parser.Parse) for tests, fuzzing and tools.
 //

@@ -23,7 +23,7 @@ func (p *Parser) Name() string { return p.name }
 // Names lists the formats New accepts, sorted. Aliases: qwen25 is hermes (Qwen2.5 and Qwen3 emit the same
 // <tool_call> JSON blocks), glm47 is glm45 (GLM-4.7 drops the newlines, which glm45 accepts).
 func Names() []string {
-	return []string{"deepseekv3", "deepseekv31", "glm45", "glm47", "hermes", "kimi_k2", "llama3", "minimax-m2", "mistral", "qwen25", "qwen3_coder", "seed_oss"}
+	return []string{"deepseekv3", "deepseekv31", "glm45", "glm47", "gpt-oss", "hermes", "kimi_k2", "llama3", "minimax-m2", "mistral", "pythonic", "qwen25", "qwen3_coder", "seed_oss"}
 }
 
 // New returns the parser for a format (one of Names).
@@ -53,6 +53,10 @@ func New(name string) (*Parser, error) {
 		scan = scanMistral
 	case "minimax-m2":
 		scan = scanMiniMaxM2
+	case "pythonic":
+		scan = scanPythonic
+	case "gpt-oss":
+		scan, think = scanGPTOSS, gptOSSThink
 	case "seed_oss":
 		scan, think = scanSeedOSS, thinkTags{seedThinkOpen, seedThinkClose}
 	default:
@@ -88,7 +92,11 @@ func (p *Parser) ParseInto(r *Result, text string, tools *Tools) {
 	st := &sc.st
 	*st = state{text: text, tools: tools, res: r, buf: st.buf[:0], mem: st.mem[:0], keys: st.keys[:0],
 		cuts: st.cuts[:0], arena: st.arena[:0]}
-	sc.segs = activeSegments(sc.segs[:0], text, p.think)
+	if p.think.open == "" {
+		sc.segs = append(sc.segs[:0], segment{0, len(text)}) // the scan handles reasoning itself
+	} else {
+		sc.segs = activeSegments(sc.segs[:0], text, p.think)
+	}
 	for _, seg := range sc.segs {
 		p.scan(st, seg)
 	}

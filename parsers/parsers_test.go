@@ -224,9 +224,9 @@ func TestNew(t *testing.T) {
 			t.Errorf("New(%q) = %v, %v", n, p, err)
 		}
 	}
-	_, err := New("pythonic")
+	_, err := New("step3")
 	if !errors.Is(err, ErrUnknownParser) || !strings.Contains(err.Error(), "hermes") {
-		t.Errorf("New(pythonic) error = %v, want ErrUnknownParser listing the known names", err)
+		t.Errorf("New(step3) error = %v, want ErrUnknownParser listing the known names", err)
 	}
 }
 

@@ -72,7 +72,7 @@ type AgentConfig struct {
 	// the model folder's chat template and special tokens.
 	Family string `toml:"family"`
 	// Parser names a built-in tool-call parser (hermes, qwen3_coder, llama3, glm45,
-	// kimi_k2, deepseekv3, deepseekv31, minimax-m2, mistral, seed_oss) or a parser
+	// kimi_k2, deepseekv3, deepseekv31, minimax-m2, mistral, seed_oss, gpt-oss, pythonic) or a parser
 	// plugin file; "" uses the family's parser.
 	Parser       string `toml:"parser"`
 	SystemPrompt string `toml:"system_prompt"`

@@ -70,7 +70,7 @@ func TestParseUsage(t *testing.T) {
 		wantErr string
 	}{
 		{"no parser", nil, "", exitUsage, "--parser is required"},
-		{"unknown parser", []string{"--parser", "pythonic"}, "", exitUsage, `unknown parser "pythonic" (known: deepseekv3`},
+		{"unknown parser", []string{"--parser", "step3"}, "", exitUsage, `unknown parser "step3" (known: deepseekv3`},
 		{"extra argument", []string{"--parser", "hermes", "file.txt"}, "", exitUsage, "unexpected argument"},
 		{"missing tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/nope.json"}, "", exitFailure, "--tools open testdata/parse/nope.json"},
 		{"bad tools file", []string{"--parser", "hermes", "--tools", "testdata/parse/bad_tools.json"}, "", exitFailure, "tools[0]: missing \"name\""},
@@ -202,7 +202,7 @@ func BenchmarkParseHost(b *testing.B) {
 		b.Fatal(err)
 	}
 	// The same completion (reasoning, text, the same two calls) in each format.
-	for _, format := range []string{"hermes", "qwen3_coder", "seed_oss", "minimax-m2", "deepseekv3", "deepseekv31"} {
+	for _, format := range []string{"hermes", "qwen3_coder", "seed_oss", "minimax-m2", "deepseekv3", "deepseekv31", "gpt-oss", "pythonic"} {
 		b.Run(format, func(b *testing.B) { benchParseHost(b, format, benchText(b, string(raw), format)) })
 	}
 }
@@ -248,6 +248,29 @@ func benchText(b *testing.B, hermes, format string) string {
 				out.WriteString("<parameter name=\"" + k + "\">" + value(k) + "</parameter>\n")
 			}
 			out.WriteString("</invoke>\n</minimax:tool_call>")
+		case "pythonic": // one list holding both calls; JSON strings and numbers are Python literals too
+			if i == 0 {
+				out.WriteString("[")
+			} else {
+				out.WriteString(", ")
+			}
+			out.WriteString(c.Name + "(")
+			for j, k := range keys {
+				if j > 0 {
+					out.WriteString(", ")
+				}
+				v := string(args[k])
+				if py, ok := map[string]string{"true": "True", "false": "False", "null": "None"}[v]; ok {
+					v = py
+				}
+				out.WriteString(k + "=" + v)
+			}
+			out.WriteString(")")
+			if i == len(r.Calls)-1 {
+				out.WriteString("]")
+			}
+		case "gpt-oss": // the reasoning stays as text: only the calls are harmony messages
+			out.WriteString("<|start|>assistant<|channel|>commentary to=functions." + c.Name + " <|constrain|>json<|message|>" + string(c.Arguments) + "<|call|>")
 		case "deepseekv3", "deepseekv31":
 			if i == 0 {
 				out.WriteString("<｜tool▁calls▁begin｜>")
@@ -302,7 +325,7 @@ func TestParseWasmBadConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Close(ctx)
-	for _, cfg := range []string{`{"parser": "pythonic"}`, `{}`, `null`} {
+	for _, cfg := range []string{`{"parser": "step3"}`, `{}`, `null`} {
 		_, err := h.Load(ctx, plugin.Spec{Name: "builtin:parsers", Wasm: parsers.Wasm(), Trusted: true, Config: []byte(cfg), PoolSize: 1})
 		if err == nil || !strings.Contains(err.Error(), "hermes") {
 			t.Errorf("config %s: load error %v, want one listing the parser names", cfg, err)

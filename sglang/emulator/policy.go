@@ -230,8 +230,8 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		k := len(rest)
 		switch {
 		case k == 0:
-		case format == FormatLlama3 || (k > 1 && rng.IntN(3) == 0):
-			k = 1 // one call a turn (the Llama 3.1 template allows no more)
+		case format == FormatLlama3 || format == FormatGPTOSS || (k > 1 && rng.IntN(3) == 0):
+			k = 1 // one call a turn (the Llama 3.1 template allows no more; gpt-oss stops on the call's <|call|>)
 		case k > 2 && rng.IntN(2) == 0:
 			k /= 2
 		}
@@ -317,7 +317,8 @@ func calledExpressions(c *conversation, param string, exprs []string) []bool {
 			n = strings.Count(text, key+": "+v) + strings.Count(text, key+":"+v) +
 				strings.Count(text, "<parameter="+param+">\n"+e+"\n</parameter>") +
 				strings.Count(text, "<parameter="+param+">"+e+"</parameter>") +
-				strings.Count(text, `<parameter name="`+param+`">`+e+"</parameter>")
+				strings.Count(text, `<parameter name="`+param+`">`+e+"</parameter>") +
+				strings.Count(text, param+"="+v) // pythonic
 		}
 		if n > 0 {
 			done[i] = true
@@ -482,6 +483,20 @@ func valueText(v any, quoted bool) string {
 	}
 }
 
+// pyLiteral writes a value as a Python literal (JSON strings and numbers are Python literals already).
+func pyLiteral(v any) string {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case nil:
+		return "None"
+	}
+	return valueText(v, true)
+}
+
 // UnknownToolName is the tool name of a malformed "unknown tool" call.
 const UnknownToolName = "nonexistent_tool"
 
@@ -564,6 +579,31 @@ func renderCalls(format string, cs []call, malformed int) string {
 				sep = ""
 			}
 			parts[i] = "[TOOL_CALLS]" + name + sep + j
+		case FormatGPTOSS:
+			// As the gpt-oss chat template writes a call: recipient before the channel, bare json content type.
+			j := pyJSON(c.args)
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			p := "<|start|>assistant to=functions." + name + "<|channel|>commentary json<|message|>" + j
+			if !(bad && malformed == 1) {
+				p += "<|call|>"
+			}
+			parts[i] = p
+		case FormatPythonic:
+			var b strings.Builder
+			b.WriteString(name + "(")
+			for k, a := range c.args {
+				if k > 0 {
+					b.WriteString(", ")
+				}
+				b.WriteString(a.k + "=" + pyLiteral(a.v))
+			}
+			if bad && malformed == 0 {
+				b.WriteString(", +")
+			}
+			b.WriteString(")")
+			parts[i] = b.String()
 		case FormatLlama3:
 			j := `{"name": ` + valueText(name, true) + `, "parameters": ` + pyJSON(c.args) + `}`
 			if bad {
@@ -583,6 +623,14 @@ func renderCalls(format string, cs []call, malformed int) string {
 		}
 	}
 	switch format {
+	case FormatPythonic:
+		list := "[" + strings.Join(parts, ", ")
+		if malformed != 1 {
+			list += "]"
+		}
+		return list
+	case FormatGPTOSS:
+		return strings.Join(parts, "")
 	case FormatLlama3:
 		return strings.Join(parts, "; ")
 	case FormatMistral:
@@ -597,15 +645,21 @@ func renderCalls(format string, cs []call, malformed int) string {
 
 // thinkOpen and thinkClose are the reasoning tags of a tool-call format's family.
 func thinkOpen(format string) string {
-	if format == FormatSeedOSS {
+	switch format {
+	case FormatSeedOSS:
 		return "<seed:think>"
+	case FormatGPTOSS:
+		return "<|channel|>analysis<|message|>"
 	}
 	return "<think>"
 }
 
 func thinkClose(format string) string {
-	if format == FormatSeedOSS {
+	switch format {
+	case FormatSeedOSS:
 		return "</seed:think>"
+	case FormatGPTOSS:
+		return "<|end|>"
 	}
 	return "</think>"
 }

@@ -59,7 +59,7 @@ func parseCalls(format, text string) ([]parsedCall, error) {
 			}
 			out = append(out, c)
 		}
-	case FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral:
+	case FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatGPTOSS, FormatPythonic:
 		return parseWithParser(format, text)
 	case FormatLlama3:
 		t := strings.TrimPrefix(strings.TrimSpace(text), "<|python_tag|>")
@@ -219,7 +219,7 @@ func runEpisode(t *testing.T, url string, m *testModel, format, task, episodeID 
 func TestAgenticFormats(t *testing.T) {
 	task := "Compute 12*7, then (3+4)/2 and 100-58 for me."
 	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3,
-		FormatDeepSeekV31, FormatMistral} {
+		FormatDeepSeekV31, FormatMistral, FormatGPTOSS, FormatPythonic} {
 		t.Run(format, func(t *testing.T) {
 			m := qwen(t)
 			if format == FormatLlama3 {
@@ -246,10 +246,11 @@ func TestAgenticFormats(t *testing.T) {
 				parallel = parallel || slices.Max(ep.callsPer) > 1
 				sequential = sequential || len(ep.callsPer) > 1
 			}
-			if format == FormatLlama3 && parallel {
-				t.Error("llama3: more than one call in a turn (the Llama 3.1 template allows one)")
+			oneCall := format == FormatLlama3 || format == FormatGPTOSS
+			if oneCall && parallel {
+				t.Errorf("%s: more than one call in a turn (the template allows one)", format)
 			}
-			if format != FormatLlama3 && !parallel {
+			if !oneCall && !parallel {
 				t.Error("no seed made parallel calls")
 			}
 			if !sequential {
