@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
@@ -22,6 +23,8 @@ type Config struct {
 	Emulator EmulatorConfig `toml:"emulator"`
 	Plugins  PluginsConfig  `toml:"plugins"`
 	Agents   []AgentConfig  `toml:"agent"`
+	// Frontdoor configures the OpenAI-compatible endpoints of `agentrt serve` (docs/frontdoor.md).
+	Frontdoor frontdoor.Config `toml:"frontdoor"`
 }
 
 // ServerConfig configures `agentrt serve`.
@@ -218,9 +221,10 @@ func DefaultConfig() Config {
 			ShutdownGrace:        Duration{30 * time.Second},
 			Concurrency:          256,
 		},
-		SGLang:   defaultSGLang(),
-		Emulator: EmulatorConfig{Config: emulator.DefaultConfig()},
-		Plugins:  PluginsConfig{CacheDir: "~/.cache/agentrt/wazero"},
+		SGLang:    defaultSGLang(),
+		Emulator:  EmulatorConfig{Config: emulator.DefaultConfig()},
+		Plugins:   PluginsConfig{CacheDir: "~/.cache/agentrt/wazero"},
+		Frontdoor: frontdoor.DefaultConfig(),
 	}
 }
 
@@ -275,6 +279,14 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Agents) == 0 {
 		return &FieldError{"agent", "no [[agent]] defined"}
+	}
+	if key, err := c.Frontdoor.Validate(); err != nil {
+		return &FieldError{"frontdoor." + key, err.Error()}
+	}
+	if c.Frontdoor.Enabled {
+		if _, err := c.Agent(c.Frontdoor.Agent); err != nil {
+			return &FieldError{"frontdoor.agent", err.Error()}
+		}
 	}
 	names := map[string]bool{}
 	for i := range c.Agents {

@@ -13,5 +13,6 @@ export AGENTRT_DEEPSEEK_V3_MODEL="$cache/models/deepseek-v3"
 export AGENTRT_GEMMA3_MODEL="$cache/models/gemma3"
 export AGENTRT_GPTOSS_MODEL="$cache/models/gpt-oss"
 export AGENTRT_GOLDEN_PYTHON="$cache/venv-golden/bin/python"
+export AGENTRT_SDK_PYTHON="$cache/venv-sdks/bin/python"
 export AGENTRT_PYTHON_WASM="$cache/python-wasi-3.12.0/package/dist/python.wasm"
 EOT
