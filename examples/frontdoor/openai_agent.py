@@ -1,0 +1,98 @@
+"""An ordinary tool-calling agent written with the official `openai` SDK, trained through agentrt unchanged.
+
+The only agentrt-specific line is base_url: http://HOST/s/SESSION/v1 makes every call of this agent one session, whose
+token-exact trajectory agentrt streams to the trainer when the session ends (POST http://HOST/s/SESSION/end).
+
+    python openai_agent.py --server http://127.0.0.1:8080 --session ep-1 --task "What is 2 + 3?"
+
+Modes (the front-door tests run each against the emulator):
+  tools      the SDK's tool-calling loop: call, run the tools the model asked for, send their results, repeat;
+  terse      the same loop, but the history keeps only content and tool calls of each reply (the model's
+             reasoning is dropped, as Qwen3's own chat template drops it);
+  summarise  two chat turns, then the history is replaced by a summary (the session's drift policy decides).
+Prints one JSON line: the replies' contents and the session's trajectory ids.
+"""
+import argparse
+import json
+import urllib.request
+
+from openai import OpenAI
+
+TOOLS = [{
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                       "required": ["a", "b"]},
+    },
+}]
+
+
+def add(a, b):
+    return a + b
+
+
+def tool_loop(client, model, task, terse, max_turns=8):
+    messages = [{"role": "system", "content": "You are a careful assistant. Use the add tool for sums."},
+                {"role": "user", "content": task}]
+    replies = []
+    for _ in range(max_turns):
+        resp = client.chat.completions.create(model=model, messages=messages, tools=TOOLS, temperature=0.7)
+        msg = resp.choices[0].message
+        replies.append(msg.content)
+        if terse:  # keep what the API defines; drop the reasoning the server added
+            kept = {"role": "assistant", "content": msg.content}
+            if msg.tool_calls:
+                kept["tool_calls"] = [tc.model_dump() for tc in msg.tool_calls]
+            messages.append(kept)
+        else:
+            messages.append(msg.model_dump(exclude_none=True))
+        if not msg.tool_calls:
+            return replies
+        for tc in msg.tool_calls:
+            args = json.loads(tc.function.arguments)
+            messages.append({"role": "tool", "tool_call_id": tc.id, "content": str(add(**args))})
+    return replies
+
+
+def summarise(client, model, task):
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": task}]
+    replies = []
+    for question in ["What is the capital of France?", None]:
+        resp = client.chat.completions.create(model=model, messages=messages)
+        replies.append(resp.choices[0].message.content)
+        if question is None:
+            break
+        messages += [{"role": "assistant", "content": resp.choices[0].message.content},
+                     {"role": "user", "content": question}]
+    # The history grew too long for this agent's taste: it keeps a summary instead.
+    summary = [messages[0], {"role": "user", "content": task + " (Summary so far: greetings; the capital of France is Paris.)"}]
+    resp = client.chat.completions.create(model=model, messages=summary)
+    replies.append(resp.choices[0].message.content)
+    return replies
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", required=True)
+    ap.add_argument("--session", required=True)
+    ap.add_argument("--model", default="qwen3")
+    ap.add_argument("--task", required=True)
+    ap.add_argument("--mode", choices=["tools", "terse", "summarise"], default="tools")
+    a = ap.parse_args()
+    client = OpenAI(base_url=f"{a.server}/s/{a.session}/v1", api_key="unused", max_retries=0)
+    if a.mode == "summarise":
+        replies = summarise(client, a.model, a.task)
+    else:
+        replies = tool_loop(client, a.model, a.task, terse=a.mode == "terse")
+    # The episode is over: end the session, and its trajectories go to the trainer.
+    req = urllib.request.Request(f"{a.server}/s/{a.session}/end", data=b'{"reward": 1.0}', method="POST",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req) as r:
+        ended = json.load(r)
+    print(json.dumps({"replies": replies, "trajectories": ended["trajectories"]}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+package frontdoor_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/runtime/frontdoor"
+)
+
+// The official openai SDK (PyPI openai, installed hash-pinned by scripts/setup.d/55-frontdoor-sdks.sh) runs the
+// example agent examples/frontdoor/openai_agent.py unchanged against the front door, and bench/check.py, the
+// stdlib-only checker that knows nothing of agentrt's code, verifies every trajectory against the emulator's
+// request log: verbatim replies, the prefix invariant, each logprob recomputed with the emulator's scoring
+// function, and every logged /generate call claimed by exactly one turn.
+
+func sdkPython(t *testing.T) string {
+	t.Helper()
+	py := os.Getenv("AGENTRT_SDK_PYTHON")
+	if py == "" && os.Getenv("AGENTRT_CACHE") != "" {
+		py = filepath.Join(os.Getenv("AGENTRT_CACHE"), "venv-sdks", "bin", "python")
+	}
+	if _, err := os.Stat(py); py == "" || err != nil {
+		t.Skip("the SDK venv is missing: run `make setup` (scripts/setup.d/55-frontdoor-sdks.sh) and source ~/.cache/agentrt/env.sh")
+	}
+	return py
+}
+
+type agentRun struct {
+	Replies      []*string `json:"replies"`
+	Trajectories []string  `json:"trajectories"`
+}
+
+func runAgent(t *testing.T, py string, h *harness, session, mode, task string) agentRun {
+	t.Helper()
+	cmd := exec.Command(py, "../../examples/frontdoor/openai_agent.py", "--server", h.srv.URL, "--session", session, "--mode", mode, "--task", task)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("openai_agent.py --mode %s: %v\n%s", mode, err, errb.String())
+	}
+	var r agentRun
+	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
+		t.Fatalf("openai_agent.py output %q: %v", out.String(), err)
+	}
+	return r
+}
+
+// independentCheck runs bench/check.py over the emitted trajectories and the emulator's log.
+func independentCheck(t *testing.T, py string, h *harness) map[string]any {
+	t.Helper()
+	dir := t.TempDir()
+	logPath, trajPath := filepath.Join(dir, "emulator.log"), filepath.Join(dir, "trajectories.jsonl")
+	if err := os.WriteFile(logPath, h.log.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	h.mu.Lock()
+	for _, e := range h.emitted {
+		b.Write(e.Trajectory)
+		b.WriteByte('\n')
+	}
+	h.mu.Unlock()
+	if err := os.WriteFile(trajPath, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(py, "../../bench/check.py", "--log", logPath, "--trajs", trajPath, "--system", "frontdoor").CombinedOutput()
+	var res map[string]any
+	if jerr := json.Unmarshal(out, &res); jerr != nil || err != nil {
+		t.Fatalf("bench/check.py: %v\n%s", err, out)
+	}
+	return res
+}
+
+func TestOpenAISDKToolLoop(t *testing.T) {
+	py := sdkPython(t)
+	h := newHarness(t, defaultConfig(frontdoor.DriftReject), nil)
+	full := runAgent(t, py, h, "sdk-full", "tools", "[script:think] What is 2 + 3?")
+	terse := runAgent(t, py, h, "sdk-terse", "terse", "[script:think] What is 2 + 3? (terse)")
+	calc := runAgent(t, py, h, "sdk-calc", "tools", "[script:calc] Add 2 and 3.")
+	for name, r := range map[string]agentRun{"full": full, "terse": terse, "calc": calc} {
+		if len(r.Trajectories) != 1 || len(r.Replies) < 2 {
+			t.Fatalf("%s: %+v", name, r)
+		}
+	}
+	if got := *full.Replies[1]; got != "The sum is 5." {
+		t.Fatalf("final reply %q", got)
+	}
+	res := independentCheck(t, py, h)
+	if res["ok"] != true || res["trajectories"].(float64) != 3 || res["turns"].(float64) != 6 {
+		t.Fatalf("bench/check.py: %v", res)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.emitted {
+		tr := decodeTraj(t, e)
+		dropped := tr.Metrics["reasoning_dropped_calls"]
+		if want := map[string]float64{"sdk-full": 0, "sdk-terse": 1, "sdk-calc": 0}[e.Session]; dropped != want {
+			t.Errorf("%s: reasoning_dropped_calls %v, want %v", e.Session, dropped, want)
+		}
+		for k := range tr.Metrics {
+			if strings.HasPrefix(k, "drift.") {
+				t.Errorf("%s: drift %s in a conversation that only extended its history", e.Session, k)
+			}
+		}
+	}
+}
+
+func TestOpenAISDKSummaryForks(t *testing.T) {
+	py := sdkPython(t)
+	h := newHarness(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false})
+	r := runAgent(t, py, h, "sdk-sum", "summarise", "[script:chat] Hi there.")
+	if len(r.Trajectories) != 2 || len(r.Replies) != 3 {
+		t.Fatalf("%+v", r)
+	}
+	h.mu.Lock()
+	em := append([]frontdoor.Emitted(nil), h.emitted...)
+	h.mu.Unlock()
+	a, b := decodeTraj(t, em[0]), decodeTraj(t, em[1])
+	if a.Turns() != 2 || b.Turns() != 1 || a.StatusReason != frontdoor.ReasonForked || b.Metrics["drift.fork.user_edited"] != 1 {
+		t.Fatalf("branches: %d turns (%s), %d turns, metrics %v", a.Turns(), a.StatusReason, b.Turns(), b.Metrics)
+	}
+	h.check(t, a)
+	h.check(t, b)
+}
