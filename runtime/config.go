@@ -280,10 +280,10 @@ func (c *Config) Validate() error {
 	if len(c.Agents) == 0 {
 		return &FieldError{"agent", "no [[agent]] defined"}
 	}
-	if key, err := c.Frontdoor.Validate(); err != nil {
-		return &FieldError{"frontdoor." + key, err.Error()}
-	}
 	if c.Frontdoor.Enabled {
+		if key, err := c.Frontdoor.Validate(); err != nil {
+			return &FieldError{"frontdoor." + key, err.Error()}
+		}
 		if _, err := c.Agent(c.Frontdoor.Agent); err != nil {
 			return &FieldError{"frontdoor.agent", err.Error()}
 		}

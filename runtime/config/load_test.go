@@ -75,6 +75,9 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"emulator among workers", strings.Replace(good, `"http://127.0.0.1:30000"`, `"emulator", "http://h:1"`, 1), 3, "sglang.workers", "must be the only worker"},
 		{"bad policy", strings.Replace(good, `tool_timeout = "5s"`, `parse_errors = "ignore"`, 1), 10, "agent.parse_errors", "not a policy"},
 		{"unknown family", strings.Replace(good, `tool_timeout = "5s"`, `family = "qwen9"`, 1), 10, "agent.family", `unknown model family "qwen9" (known: qwen3, `},
+		{"bad drift policy", good + "\n[frontdoor]\nenabled = true\ndrift = \"sideways\"\n", strings.Count(good, "\n") + 4, "frontdoor.drift", "want fork, realign or reject"},
+		{"frontdoor agent unknown", good + "\n[frontdoor]\nenabled = true\nagent = \"nobody\"\n", strings.Count(good, "\n") + 4, "frontdoor.agent", `no agent "nobody"`},
+		{"frontdoor typo", good + "\n[frontdoor]\nidle_timout = \"1m\"\n", strings.Count(good, "\n") + 3, "frontdoor.idle_timout", `did you mean "frontdoor.idle_timeout"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
