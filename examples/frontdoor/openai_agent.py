@@ -9,6 +9,7 @@ Modes (the front-door tests run each against the emulator):
   tools      the SDK's tool-calling loop: call, run the tools the model asked for, send their results, repeat;
   terse      the same loop, but the history keeps only content and tool calls of each reply (the model's
              reasoning is dropped, as Qwen3's own chat template drops it);
+  stream     the tool loop with stream=True, the reply assembled from the chunks;
   summarise  two chat turns, then the history is replaced by a summary (the session's drift policy decides).
 Prints one JSON line: the replies' contents and the session's trajectory ids.
 """
@@ -33,11 +34,40 @@ def add(a, b):
     return a + b
 
 
-def tool_loop(client, model, task, terse, max_turns=8):
+def streamed(client, **kw):
+    """One streamed call, assembled as agents that stream do: content appended, tool calls by index."""
+    content, calls = "", {}
+    for chunk in client.chat.completions.create(stream=True, stream_options={"include_usage": True}, **kw):
+        if not chunk.choices:
+            continue
+        d = chunk.choices[0].delta
+        content += d.content or ""
+        for tc in d.tool_calls or []:
+            c = calls.setdefault(tc.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}})
+            c["id"] += tc.id or ""
+            c["function"]["name"] += tc.function.name or ""
+            c["function"]["arguments"] += tc.function.arguments or ""
+    msg = {"role": "assistant", "content": content or None}
+    if calls:
+        msg["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return msg
+
+
+def tool_loop(client, model, task, terse, stream=False, max_turns=8):
     messages = [{"role": "system", "content": "You are a careful assistant. Use the add tool for sums."},
                 {"role": "user", "content": task}]
     replies = []
     for _ in range(max_turns):
+        if stream:
+            msg = streamed(client, model=model, messages=messages, tools=TOOLS, temperature=0.7)
+            replies.append(msg["content"])
+            messages.append(msg)
+            if not msg.get("tool_calls"):
+                return replies
+            for tc in msg["tool_calls"]:
+                args = json.loads(tc["function"]["arguments"])
+                messages.append({"role": "tool", "tool_call_id": tc["id"], "content": str(add(**args))})
+            continue
         resp = client.chat.completions.create(model=model, messages=messages, tools=TOOLS, temperature=0.7)
         msg = resp.choices[0].message
         replies.append(msg.content)
@@ -79,13 +109,13 @@ def main():
     ap.add_argument("--session", required=True)
     ap.add_argument("--model", default="qwen3")
     ap.add_argument("--task", required=True)
-    ap.add_argument("--mode", choices=["tools", "terse", "summarise"], default="tools")
+    ap.add_argument("--mode", choices=["tools", "terse", "stream", "summarise"], default="tools")
     a = ap.parse_args()
     client = OpenAI(base_url=f"{a.server}/s/{a.session}/v1", api_key="unused", max_retries=0)
     if a.mode == "summarise":
         replies = summarise(client, a.model, a.task)
     else:
-        replies = tool_loop(client, a.model, a.task, terse=a.mode == "terse")
+        replies = tool_loop(client, a.model, a.task, terse=a.mode == "terse", stream=a.mode == "stream")
     # The episode is over: end the session, and its trajectories go to the trainer.
     req = urllib.request.Request(f"{a.server}/s/{a.session}/end", data=b'{"reward": 1.0}', method="POST",
                                  headers={"Content-Type": "application/json"})

@@ -30,6 +30,9 @@ type chatRequest struct {
 	PresencePenalty     *float64        `json:"presence_penalty"`
 	FrequencyPenalty    *float64        `json:"frequency_penalty"`
 	Stream              bool            `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 	Logprobs            bool            `json:"logprobs"`
 	LogitBias           json.RawMessage `json:"logit_bias"`
 	// SGLang's extensions of the OpenAI request.
@@ -270,10 +273,6 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, session
 		writeError(w, aerr)
 		return
 	}
-	if req.Stream {
-		writeError(w, invalid("stream", "stream is not supported yet: call with stream false"))
-		return
-	}
 	ss, aerr := s.open(sessionID)
 	if aerr != nil {
 		writeError(w, aerr)
@@ -289,7 +288,57 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, session
 		writeError(w, aerr)
 		return
 	}
+	if req.Stream {
+		writeChatStream(w, res.chat(s.m.Name), req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
+		return
+	}
 	writeJSON(w, http.StatusOK, res.chat(s.m.Name))
+}
+
+// writeChatStream sends a finished reply as OpenAI's chat.completion.chunk events: the role, the reasoning, the
+// content, each tool call (whole, with its index), the finish reason, the usage if asked, then [DONE]. The reply
+// is generated before the first event (SGLang's /generate is called without streaming), so the events carry
+// the whole reply rather than token-by-token deltas.
+func writeChatStream(w http.ResponseWriter, r chatResponse, usage bool) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	chunk := func(delta map[string]any, finish any, u *chatUsage) {
+		c := map[string]any{"id": r.ID, "object": "chat.completion.chunk", "created": r.Created, "model": r.Model,
+			"choices": []any{}}
+		if delta != nil {
+			c["choices"] = []any{map[string]any{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": nil}}
+		}
+		if u != nil {
+			c["usage"] = u
+		}
+		if delta == nil && u == nil {
+			return
+		}
+		b, _ := json.Marshal(c)
+		fmt.Fprintf(w, "data: %s\n\n", b)
+	}
+	msg := r.Choices[0].Message
+	chunk(map[string]any{"role": "assistant", "content": ""}, nil, nil)
+	if msg.ReasoningContent != nil {
+		chunk(map[string]any{"reasoning_content": *msg.ReasoningContent}, nil, nil)
+	}
+	if msg.Content != nil && *msg.Content != "" {
+		chunk(map[string]any{"content": *msg.Content}, nil, nil)
+	}
+	for i, tc := range msg.ToolCalls {
+		chunk(map[string]any{"tool_calls": []any{map[string]any{"index": i, "id": tc.ID, "type": "function",
+			"function": map[string]any{"name": tc.Function.Name, "arguments": tc.Function.Arguments}}}}, nil, nil)
+	}
+	chunk(map[string]any{}, r.Choices[0].FinishReason, nil)
+	if usage {
+		u := r.Usage
+		chunk(nil, nil, &u)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // chat shapes a reply as a chat.completion.
