@@ -33,8 +33,8 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Logprobs            bool            `json:"logprobs"`
-	LogitBias           json.RawMessage `json:"logit_bias"`
+	Logprobs  bool            `json:"logprobs"`
+	LogitBias json.RawMessage `json:"logit_bias"`
 	// SGLang's extensions of the OpenAI request.
 	TopK              *int     `json:"top_k"`
 	MinP              *float64 `json:"min_p"`
