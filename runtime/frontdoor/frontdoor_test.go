@@ -543,3 +543,32 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("end of an unknown session: %d %v", code, resp)
 	}
 }
+
+// Bad input to the Messages API gets Anthropic's error shape.
+func TestAnthropicBadInput(t *testing.T) {
+	h := newHarness(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false})
+	user := map[string]any{"role": "user", "content": "[script:chat] Hi."}
+	cases := []struct {
+		name string
+		body any
+		code int
+		typ  string
+	}{
+		{"unknown model", map[string]any{"model": "claude-9", "max_tokens": 10, "messages": []any{user}}, 404, "not_found_error"},
+		{"no max_tokens", map[string]any{"model": "qwen3", "messages": []any{user}}, 400, "invalid_request_error"},
+		{"system role in messages", map[string]any{"model": "qwen3", "max_tokens": 10, "messages": []any{map[string]any{"role": "system", "content": "x"}}}, 400, "invalid_request_error"},
+		{"image block", map[string]any{"model": "qwen3", "max_tokens": 10, "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image"}}}}}, 400, "invalid_request_error"},
+		{"unknown tool_use_id", map[string]any{"model": "qwen3", "max_tokens": 10, "messages": []any{user,
+			map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": "toolu_x", "content": "5"}}}}}, 400, "invalid_request_error"},
+	}
+	for _, c := range cases {
+		code, resp := h.post(t, "/s/bad/v1/messages", c.body)
+		e, _ := resp["error"].(map[string]any)
+		if code != c.code || resp["type"] != "error" || e == nil || e["type"] != c.typ || e["message"] == "" {
+			t.Errorf("%s: got %d %v, want %d %s", c.name, code, resp, c.code, c.typ)
+		}
+	}
+	if n := len(h.generates(t)); n != 0 {
+		t.Fatalf("%d /generate calls for bad input", n)
+	}
+}

@@ -2,6 +2,7 @@ package frontdoor
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -273,17 +274,7 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, session
 		writeError(w, aerr)
 		return
 	}
-	ss, aerr := s.open(sessionID)
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	res, aerr := ss.call(r.Context(), req, msgs, tools)
-	if ss.oneCall {
-		if _, err := ss.end(r.Context(), "", nil); err != nil && aerr == nil {
-			aerr = &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "spool_error", msg: err.Error()}
-		}
-	}
+	res, aerr := s.serveCall(r.Context(), sessionID, "openai.chat.completions", req, msgs, tools)
 	if aerr != nil {
 		writeError(w, aerr)
 		return
@@ -293,6 +284,21 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, session
 		return
 	}
 	writeJSON(w, http.StatusOK, res.chat(s.m.Name))
+}
+
+// serveCall runs one decoded call of any API in its session (a one-call session ends right after it).
+func (s *Server) serveCall(ctx context.Context, sessionID, api string, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (*callResult, *apiError) {
+	ss, aerr := s.open(sessionID)
+	if aerr != nil {
+		return nil, aerr
+	}
+	res, aerr := ss.call(ctx, api, req, msgs, tools)
+	if ss.oneCall {
+		if _, err := ss.end(ctx, "", nil); err != nil && aerr == nil {
+			aerr = &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "spool_error", msg: err.Error()}
+		}
+	}
+	return res, aerr
 }
 
 // writeChatStream sends a finished reply as OpenAI's chat.completion.chunk events: the role, the reasoning, the

@@ -37,15 +37,21 @@ type agentRun struct {
 
 func runAgent(t *testing.T, py string, h *harness, session, mode, task string) agentRun {
 	t.Helper()
-	cmd := exec.Command(py, "../../examples/frontdoor/openai_agent.py", "--server", h.srv.URL, "--session", session, "--mode", mode, "--task", task)
+	return runScript(t, py, "openai_agent.py", "--server", h.srv.URL, "--session", session, "--mode", mode, "--task", task)
+}
+
+func runScript(t *testing.T, py, script string, args ...string) agentRun {
+	t.Helper()
+	mode := strings.Join(args, " ")
+	cmd := exec.Command(py, append([]string{"../../examples/frontdoor/" + script}, args...)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("openai_agent.py --mode %s: %v\n%s", mode, err, errb.String())
+		t.Fatalf("%s %s: %v\n%s", script, mode, err, errb.String())
 	}
 	var r agentRun
 	if err := json.Unmarshal(out.Bytes(), &r); err != nil {
-		t.Fatalf("openai_agent.py output %q: %v", out.String(), err)
+		t.Fatalf("%s output %q: %v", script, out.String(), err)
 	}
 	return r
 }
@@ -130,4 +136,32 @@ func TestOpenAISDKSummaryForks(t *testing.T) {
 	}
 	h.check(t, a)
 	h.check(t, b)
+}
+
+// The official anthropic SDK's tool loop (examples/frontdoor/anthropic_agent.py), plain and streamed: the
+// replies' content blocks go back as the SDK gives them, and every trajectory passes bench/check.py.
+func TestAnthropicSDKToolLoop(t *testing.T) {
+	py := sdkPython(t)
+	h := newHarness(t, defaultConfig(frontdoor.DriftReject), nil)
+	plain := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth", "--task", "[script:think] What is 2 + 3?")
+	streamed := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth-s", "--stream", "--task", "[script:think] Add 2 and 3.")
+	for _, r := range []agentRun{plain, streamed} {
+		if len(r.Trajectories) != 1 || len(r.Replies) != 2 || *r.Replies[1] != "The sum is 5." {
+			t.Fatalf("%+v", r)
+		}
+	}
+	res := independentCheck(t, py, h)
+	if res["ok"] != true || res["trajectories"].(float64) != 2 || res["turns"].(float64) != 4 {
+		t.Fatalf("bench/check.py: %v", res)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.emitted {
+		tr := decodeTraj(t, e)
+		for k := range tr.Metrics {
+			if strings.HasPrefix(k, "drift.") {
+				t.Errorf("%s: drift %s in a conversation that only extended its history", e.Session, k)
+			}
+		}
+	}
 }

@@ -36,6 +36,7 @@ type session struct {
 	dropped  int            // calls whose history dropped the reasoning of a reply (kept as generated)
 	idle     *time.Timer
 	calls    int
+	apis     []string // the APIs the session's calls came through
 }
 
 // branch is one trajectory of a session: its tokens and the conversation they hold, message by message.
@@ -117,7 +118,7 @@ type plan struct {
 	appended bool
 }
 
-func (ss *session) call(ctx context.Context, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (*callResult, *apiError) {
+func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (*callResult, *apiError) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
 	if ss.ended {
@@ -129,6 +130,9 @@ func (ss *session) call(ctx context.Context, req *chatRequest, msgs []tito.Messa
 		defer ss.idle.Reset(ss.s.cfg.IdleTimeout.Duration)
 	}
 	ss.calls++
+	if !slices.Contains(ss.apis, api) {
+		ss.apis = append(ss.apis, api)
+	}
 	p, aerr := ss.plan(msgs, tools)
 	if aerr != nil {
 		return nil, aerr
@@ -661,7 +665,7 @@ func (ss *session) finish(b *branch, body *endBody) *tito.Trajectory {
 	for k, v := range ss.s.m.Provenance {
 		t.SetProvenance(k, v)
 	}
-	fd := map[string]any{"session": ss.id, "api": "openai.chat.completions", "drift_policy": ss.s.cfg.Drift}
+	fd := map[string]any{"session": ss.id, "apis": ss.apis, "drift_policy": ss.s.cfg.Drift}
 	if len(b.realigns) > 0 {
 		fd["realigns"] = b.realigns
 	}
