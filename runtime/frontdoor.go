@@ -1,12 +1,17 @@
 package runtime
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
 
 	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/tito"
 )
 
 // FrontdoorModel is the agent as the OpenAI-compatible front door serves it: its model, template, parser,
@@ -27,6 +32,17 @@ func (a *Agent) FrontdoorModel() (frontdoor.Model, error) {
 	if name, ok := a.d.Provenance[ProvFamily].(string); ok {
 		if p, err := family.Lookup(name); err == nil {
 			m.Reasoning = p.Reasoning
+		}
+	}
+	if rb := a.d.Reward; rb != nil {
+		m.Reward = func(ctx context.Context, msgs []tito.Message, status, reason string, label, metadata json.RawMessage) (*float64, map[string]float64, error) {
+			ev := &abi.Event{Event: abi.EventEpisodeEnd, Status: status, StopReason: reason, Messages: hookMessages(msgs),
+				Label: abi.RawJSON(label), Metadata: abi.RawJSON(metadata)}
+			r, err := rb.Hook.Handle(ctx, ev)
+			if err != nil {
+				return nil, nil, fmt.Errorf("reward %s: %w", rb.Plugin, err)
+			}
+			return r.Reward, r.Metrics, nil
 		}
 	}
 	s := a.cfg.Sampling

@@ -60,6 +60,20 @@ func TestServeFrontdoor(t *testing.T) {
 	if code != 200 || resp["object"] != "chat.completion" {
 		failWithLog(t, logPath, "chat completions answered %d %v", code, resp)
 	}
+	// The same messages again: a second sample of the turn, which the default drift policy (fork) makes a branch.
+	if code, resp := post("/s/ep1/v1/chat/completions", map[string]any{"model": "chat",
+		"messages": []any{map[string]any{"role": "user", "content": "Say hello."}}}); code != 200 {
+		failWithLog(t, logPath, "the second sample answered %d %v", code, resp)
+	}
+	mresp, err := http.Get(base + "/metrics")
+	if err != nil {
+		failWithLog(t, logPath, "GET /metrics: %v", err)
+	}
+	metrics, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if !strings.Contains(string(metrics), `agentrt_frontdoor_history_drift_total{policy="fork",reason="regenerate"} 1`) {
+		failWithLog(t, logPath, "/metrics has no fork/regenerate drift count")
+	}
 	if code, resp := post("/s/ep1/end", map[string]any{"reward": 0.5}); code != 200 {
 		failWithLog(t, logPath, "end answered %d %v", code, resp)
 	}
@@ -73,6 +87,11 @@ func TestServeFrontdoor(t *testing.T) {
 		failWithLog(t, logPath, "trajectory status %v reward %v provenance %v", tr["status"], tr["reward"], tr["provenance"])
 	}
 	c.send(t, map[string]any{"type": "ack", "seqs": []any{m["seq"]}})
+	if m := c.read(t); m == nil || m["type"] != "trajectory" || m["trajectory_id"] != "frontdoor/ep1/1" {
+		failWithLog(t, logPath, "the consumer got %v as the second branch", m)
+	} else {
+		c.send(t, map[string]any{"type": "ack", "seqs": []any{m["seq"]}})
+	}
 	if code, resp := post("/s/ep1/v1/chat/completions", map[string]any{"model": "chat",
 		"messages": []any{map[string]any{"role": "user", "content": "Again."}}}); code != 404 {
 		failWithLog(t, logPath, "a call to the ended session answered %d %v", code, resp)

@@ -220,7 +220,12 @@ func startFrontdoor(cfg *runtime.Config, sys *system, strm *stream.Server, m *me
 		return strm.Emit(ctx, consumer, "frontdoor/"+e.Session, stream.Finished{ItemID: e.Session, SampleIndex: e.Index,
 			GroupID: e.GroupID, TrajectoryID: e.TrajectoryID, Trajectory: e.Trajectory})
 	}
-	return frontdoor.New(cfg.Frontdoor, model, sink, log)
+	fd, err := frontdoor.New(cfg.Frontdoor, model, sink, log)
+	if err != nil {
+		return nil, err
+	}
+	fd.OnDrift = m.HistoryDrift
+	return fd, nil
 }
 
 // loopback reports whether addr listens on a loopback address only.

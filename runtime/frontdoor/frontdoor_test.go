@@ -15,7 +15,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/plugin"
@@ -82,17 +84,26 @@ type harness struct {
 	log     *syncBuffer
 	mu      sync.Mutex
 	emitted []frontdoor.Emitted
+	// emits gets every emitted trajectory too, for tests that wait on one.
+	emits chan frontdoor.Emitted
 }
 
 // script is the emulator's scripted replies, keyed by the [script:KEY] marker of a conversation's task.
 const script = `{"key": "calc", "replies": ["<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>", "2 + 3 = 5.", "Anything else?"]}
 {"key": "think", "replies": ["<think>\nI should add them.\n</think>\n\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>", "<think>\nThe tool said 5.\n</think>\n\nThe sum is 5.", "<think>\nDone.\n</think>\n\nBye."]}
+{"key": "boxed", "replies": ["The answer is \\\\boxed{5}."]}
 {"key": "chat", "replies": ["Hello! How can I help?", "Paris is the capital of France.", "You are welcome."]}
 `
 
 func newHarness(t *testing.T, cfg frontdoor.Config, kwargs map[string]any) *harness {
 	t.Helper()
-	h := &harness{log: &syncBuffer{}}
+	return newHarnessWith(t, cfg, kwargs, nil)
+}
+
+// newHarnessWith is newHarness with a reward hook on the agent (nil: none).
+func newHarnessWith(t *testing.T, cfg frontdoor.Config, kwargs map[string]any, reward *runtime.PluginConfig) *harness {
+	t.Helper()
+	h := &harness{log: &syncBuffer{}, emits: make(chan frontdoor.Emitted, 100)}
 	ec := emulator.DefaultConfig()
 	ec.Policy = emulator.PolicyScripted
 	ec.StopIDs, ec.VocabSize = qwen3.StopIDs, qwen3.Tokenizer.VocabSize()
@@ -114,7 +125,7 @@ func newHarness(t *testing.T, cfg frontdoor.Config, kwargs map[string]any) *harn
 	}
 	t.Cleanup(func() { client.Close() })
 	ac := runtime.DefaultAgent()
-	ac.Name, ac.Model, ac.ChatTemplateKwargs = "qwen3", os.Getenv("AGENTRT_QWEN3_MODEL"), kwargs
+	ac.Name, ac.Model, ac.ChatTemplateKwargs, ac.Reward = "qwen3", os.Getenv("AGENTRT_QWEN3_MODEL"), kwargs, reward
 	a, err := runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: client, Model: qwen3,
 		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: esrv.URL})
 	if err != nil {
@@ -129,6 +140,7 @@ func newHarness(t *testing.T, cfg frontdoor.Config, kwargs map[string]any) *harn
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.emitted = append(h.emitted, e)
+		h.emits <- e
 		return nil
 	}, nil)
 	if err != nil {
@@ -570,5 +582,75 @@ func TestAnthropicBadInput(t *testing.T) {
 	}
 	if n := len(h.generates(t)); n != 0 {
 		t.Fatalf("%d /generate calls for bad input", n)
+	}
+}
+
+// A session without calls for idle_timeout ends by itself: its trajectory is emitted with status reason
+// idle_timeout, and a later call to it gets session_not_found.
+func TestIdleTimeoutEndsSession(t *testing.T) {
+	cfg := defaultConfig(frontdoor.DriftFork)
+	cfg.IdleTimeout.Duration = time.Millisecond
+	h := newHarness(t, cfg, map[string]any{"enable_thinking": false})
+	msgs := []any{map[string]any{"role": "user", "content": "[script:chat] Hi."}}
+	if code, resp := h.post(t, "/s/idle/v1/chat/completions", chat(msgs)); code != 200 {
+		t.Fatalf("%d %v", code, resp)
+	}
+	e, _ := testutil.Recv(t, "the idle session's trajectory", h.emits)
+	tr := decodeTraj(t, e)
+	if e.Session != "idle" || tr.Status != "completed" || tr.StatusReason != frontdoor.ReasonIdle {
+		t.Fatalf("session %s status %q reason %q", e.Session, tr.Status, tr.StatusReason)
+	}
+	h.check(t, tr)
+	testutil.Until(t, "the idle session to be closed", func() bool { return h.fd.Sessions() == 0 })
+	if code, resp := h.post(t, "/s/idle/v1/chat/completions", chat(msgs)); code != 404 || errCode(resp) != "session_not_found" {
+		t.Fatalf("call after the idle end: %d %v", code, resp)
+	}
+}
+
+// Close (agentrt serve's shutdown) ends the open sessions and emits their trajectories.
+func TestCloseEmitsOpenSessions(t *testing.T) {
+	h := newHarness(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false})
+	for _, id := range []string{"a", "b"} {
+		msgs := []any{map[string]any{"role": "user", "content": "[script:chat] Hi from " + id}}
+		if code, resp := h.post(t, "/s/"+id+"/v1/chat/completions", chat(msgs)); code != 200 {
+			t.Fatalf("%d %v", code, resp)
+		}
+	}
+	if err := h.fd.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.emitted) != 2 {
+		t.Fatalf("%d trajectories emitted, want 2", len(h.emitted))
+	}
+	for _, e := range h.emitted {
+		if tr := decodeTraj(t, e); tr.StatusReason != frontdoor.ReasonShutdown {
+			t.Fatalf("%s: reason %q", e.Session, tr.StatusReason)
+		}
+	}
+}
+
+// The agent's reward hook scores a session whose end call brings a label and no reward, as it scores a native
+// episode (here the built-in math_reward: the reply's \boxed{} answer against the label).
+func TestRewardHookScoresSession(t *testing.T) {
+	h := newHarnessWith(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false},
+		&runtime.PluginConfig{Plugin: "builtin:math_reward"})
+	for _, c := range []struct {
+		session, label string
+		want           float64
+	}{{"right", "5", 1}, {"wrong", "6", 0}} {
+		msgs := []any{map[string]any{"role": "user", "content": "[script:boxed] What is 2 + 3?"}}
+		if code, resp := h.post(t, "/s/"+c.session+"/v1/chat/completions", chat(msgs)); code != 200 {
+			t.Fatalf("%d %v", code, resp)
+		}
+		if code, resp := h.post(t, "/s/"+c.session+"/end", map[string]any{"label": c.label}); code != 200 {
+			t.Fatalf("end: %d %v", code, resp)
+		}
+		e, _ := testutil.Recv(t, "the session's trajectory", h.emits)
+		tr := decodeTraj(t, e)
+		if tr.Reward == nil || *tr.Reward != c.want {
+			t.Fatalf("%s: reward %v, want %v (warnings %v)", c.session, tr.Reward, c.want, tr.Warnings)
+		}
 	}
 }

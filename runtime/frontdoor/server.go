@@ -59,7 +59,12 @@ type Model struct {
 	Reasoning family.Reasoning
 	// Provenance is copied into every trajectory.
 	Provenance map[string]any
+	// Reward, if set, scores a finished trajectory whose session end gave no reward (the agent's reward hook).
+	Reward RewardFunc
 }
+
+// RewardFunc scores a finished conversation: its messages, status and the end call's label and metadata.
+type RewardFunc func(ctx context.Context, msgs []tito.Message, status, reason string, label, metadata json.RawMessage) (*float64, map[string]float64, error)
 
 // Emitted is one finished trajectory of a session, for the sink.
 type Emitted struct {

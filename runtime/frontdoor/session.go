@@ -36,7 +36,22 @@ type session struct {
 	dropped  int            // calls whose history dropped the reasoning of a reply (kept as generated)
 	idle     *time.Timer
 	calls    int
-	apis     []string // the APIs the session's calls came through
+	apis     []string  // the APIs the session's calls came through
+	last     time.Time // when the last call ended (or the session began)
+}
+
+// idleEnd ends the session when its idle timer fires, unless a call ran meanwhile (the timer fired while the
+// call held the session): then it waits for another idle period.
+func (ss *session) idleEnd() {
+	ss.mu.Lock()
+	idle := ss.s.cfg.IdleTimeout.Duration
+	if wait := idle - time.Since(ss.last); wait > 0 && !ss.ended {
+		ss.idle.Reset(wait)
+		ss.mu.Unlock()
+		return
+	}
+	defer ss.mu.Unlock()
+	ss.endLocked(context.Background(), ReasonIdle, nil)
 }
 
 // branch is one trajectory of a session: its tokens and the conversation they hold, message by message.
@@ -77,7 +92,8 @@ type driftRecord struct {
 func newSession(s *Server, id string, oneCall bool) *session {
 	ss := &session{s: s, id: id, oneCall: oneCall, drift: map[string]int{}}
 	if !oneCall {
-		ss.idle = time.AfterFunc(s.cfg.IdleTimeout.Duration, func() { ss.end(context.Background(), ReasonIdle, nil) })
+		ss.last = time.Now()
+		ss.idle = time.AfterFunc(s.cfg.IdleTimeout.Duration, ss.idleEnd)
 	}
 	return ss
 }
@@ -127,7 +143,7 @@ func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs 
 	}
 	if ss.idle != nil {
 		ss.idle.Stop()
-		defer ss.idle.Reset(ss.s.cfg.IdleTimeout.Duration)
+		defer func() { ss.last = time.Now(); ss.idle.Reset(ss.s.cfg.IdleTimeout.Duration) }()
 	}
 	ss.calls++
 	if !slices.Contains(ss.apis, api) {
@@ -588,6 +604,10 @@ func (ss *session) sampling(req *chatRequest, room int) (sglang.SamplingParams, 
 func (ss *session) end(ctx context.Context, reason string, body *endBody) ([]string, error) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	return ss.endLocked(ctx, reason, body)
+}
+
+func (ss *session) endLocked(ctx context.Context, reason string, body *endBody) ([]string, error) {
 	if ss.ended {
 		return nil, nil
 	}
@@ -640,6 +660,17 @@ func (ss *session) finish(b *branch, body *endBody) *tito.Trajectory {
 	t.Messages, _ = json.Marshal(msgs)
 	if body != nil {
 		t.Reward, t.Label, t.Metadata = body.Reward, body.Label, body.Metadata
+	}
+	if t.Reward == nil && ss.s.m.Reward != nil {
+		r, metrics, err := ss.s.m.Reward(context.Background(), msgs, t.Status, t.StatusReason, t.Label, t.Metadata)
+		if err != nil {
+			t.Warnings = append(t.Warnings, fmt.Sprintf("reward: %v", err))
+		} else {
+			t.Reward = r
+			for k, v := range metrics {
+				t.SetMetric(k, v)
+			}
+		}
 	}
 	for reason, n := range b.parseErrs {
 		t.SetMetric("parse_errors."+reason, float64(n))
