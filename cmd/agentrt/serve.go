@@ -26,8 +26,8 @@ Runs the rollout service that trainers drive: HTTP on server.addr with
   /healthz    200 while the process serves
   /readyz     200 when SGLang answers /health and the plugins are loaded
   /metrics    Prometheus metrics
-  /v1/chat/completions, /s/SESSION/v1/chat/completions, /s/SESSION/end
-              with [frontdoor] enabled: the OpenAI-compatible front door; each session's
+  /s/SESSION/v1/chat/completions, /s/SESSION/v1/responses, /s/SESSION/v1/messages, /s/SESSION/end
+              with [frontdoor] enabled: the OpenAI/Anthropic-compatible front door; each session's
               trajectories go to frontdoor.consumer's stream (docs/frontdoor.md)
 Accepted requests and finished trajectories are kept on disk (server.spool_dir) until a trainer acks them;
 a restart on the same spool (even after kill -9) resumes every request that had not ended. SIGINT/SIGTERM

@@ -165,3 +165,31 @@ func TestAnthropicSDKToolLoop(t *testing.T) {
 		}
 	}
 }
+
+// The Responses API through the openai SDK: the tool loop that appends the output items to its input, and the one
+// that chains previous_response_id and sends only the new items; both extend their session (no drift) and pass
+// bench/check.py.
+func TestOpenAISDKResponses(t *testing.T) {
+	py := sdkPython(t)
+	h := newHarness(t, defaultConfig(frontdoor.DriftReject), nil)
+	items := runAgent(t, py, h, "resp-items", "responses", "[script:think] What is 2 + 3?")
+	chained := runAgent(t, py, h, "resp-chained", "chained", "[script:think] Add 2 and 3.")
+	for _, r := range []agentRun{items, chained} {
+		if len(r.Trajectories) != 1 || len(r.Replies) != 2 || *r.Replies[1] != "The sum is 5." {
+			t.Fatalf("%+v", r)
+		}
+	}
+	res := independentCheck(t, py, h)
+	if res["ok"] != true || res["trajectories"].(float64) != 2 || res["turns"].(float64) != 4 {
+		t.Fatalf("bench/check.py: %v", res)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, e := range h.emitted {
+		for k := range decodeTraj(t, e).Metrics {
+			if strings.HasPrefix(k, "drift.") {
+				t.Errorf("%s: drift %s in a conversation that only extended its history", e.Session, k)
+			}
+		}
+	}
+}

@@ -123,6 +123,7 @@ func New(cfg Config, m Model, sink Sink, log *slog.Logger) (*Server, error) {
 //	POST /v1/chat/completions              (session from the X-Agentrt-Session header, else a one-call session)
 //	POST /s/{session}/v1/chat/completions  (base_url = http://host/s/{session}/v1)
 //	POST /v1/messages, /s/{session}/v1/messages (Anthropic; base_url = http://host/s/{session})
+//	POST /v1/responses, /s/{session}/v1/responses (OpenAI Responses, non-streaming)
 //	POST /s/{session}/end, POST /v1/sessions/{session}/end
 //	GET  /v1/models, /s/{session}/v1/models
 func (s *Server) Handler() http.Handler {
@@ -139,6 +140,12 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /s/{session}/v1/messages", func(w http.ResponseWriter, r *http.Request) {
 		s.messages(w, r, r.PathValue("session"))
 	})
+	mux.HandleFunc("POST /v1/responses", func(w http.ResponseWriter, r *http.Request) {
+		s.responses(w, r, r.Header.Get(SessionHeader))
+	})
+	mux.HandleFunc("POST /s/{session}/v1/responses", func(w http.ResponseWriter, r *http.Request) {
+		s.responses(w, r, r.PathValue("session"))
+	})
 	mux.HandleFunc("POST /s/{session}/end", s.endHandler)
 	mux.HandleFunc("POST /v1/sessions/{session}/end", s.endHandler)
 	mux.HandleFunc("GET /v1/models", s.models)
@@ -150,7 +157,7 @@ func (s *Server) Handler() http.Handler {
 const SessionHeader = "X-Agentrt-Session"
 
 // Paths are the URL patterns that Handler serves, for mounting it on another mux.
-var Paths = []string{"/v1/chat/completions", "/v1/messages", "/v1/models", "/s/", "/v1/sessions/"}
+var Paths = []string{"/v1/chat/completions", "/v1/messages", "/v1/responses", "/v1/models", "/s/", "/v1/sessions/"}
 
 func (s *Server) models(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{

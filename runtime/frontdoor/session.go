@@ -38,6 +38,7 @@ type session struct {
 	calls    int
 	apis     []string  // the APIs the session's calls came through
 	last     time.Time // when the last call ended (or the session began)
+	lastRID  string    // the request id of the last reply (its response ids are made from it)
 }
 
 // idleEnd ends the session when its idle timer fires, unless a call ran meanwhile (the timer fired while the
@@ -182,6 +183,7 @@ func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs 
 		ss.s.drifted(p.drift.Policy, p.drift.Reason)
 	}
 	ss.tools, ss.toolsKey = tools, toolsKey(tools)
+	ss.lastRID = res.rid
 	return res, nil
 }
 
