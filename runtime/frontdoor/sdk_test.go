@@ -193,3 +193,29 @@ func TestOpenAISDKResponses(t *testing.T) {
 		}
 	}
 }
+
+// A Strands agent (strands-agents, from the benchmark's hash-pinned venv, scripts/setup.d/70-bench.sh) with its
+// OpenAI model provider: Strands' own tool loop, streaming and message formatting, pointed at a session.
+func TestStrandsAgent(t *testing.T) {
+	py := sdkPython(t)
+	strands := filepath.Join(os.Getenv("AGENTRT_CACHE"), "venv-bench", "bin", "python")
+	if _, err := os.Stat(strands); os.Getenv("AGENTRT_CACHE") == "" || err != nil {
+		t.Skip("the benchmark venv with strands-agents is missing: run `make setup` (scripts/setup.d/70-bench.sh)")
+	}
+	h := newHarness(t, defaultConfig(frontdoor.DriftReject), nil)
+	r := runScript(t, strands, "strands_agent.py", "--server", h.srv.URL, "--session", "strands", "--task", "[script:think] What is 2 + 3?")
+	if len(r.Trajectories) != 1 || len(r.Replies) != 1 || *r.Replies[0] != "The sum is 5." {
+		t.Fatalf("%+v", r)
+	}
+	res := independentCheck(t, py, h)
+	if res["ok"] != true || res["trajectories"].(float64) != 1 || res["turns"].(float64) != 2 {
+		t.Fatalf("bench/check.py: %v", res)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for k := range decodeTraj(t, h.emitted[0]).Metrics {
+		if strings.HasPrefix(k, "drift.") {
+			t.Errorf("drift %s in a conversation that only extended its history", k)
+		}
+	}
+}
