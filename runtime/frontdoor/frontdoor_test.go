@@ -212,7 +212,7 @@ func reply(t *testing.T, resp map[string]any) map[string]any {
 
 func (h *harness) end(t *testing.T, session string) []frontdoor.Emitted {
 	t.Helper()
-	code, out := h.post(t, "/s/"+session+"/end", map[string]any{"reward": 1.0})
+	code, out := h.post(t, "/s/"+session+"/end", map[string]any{"reward": 1.0, "group_id": "g-" + session})
 	if code != 200 {
 		t.Fatalf("end %s: %d %v", session, code, out)
 	}
@@ -344,6 +344,9 @@ func TestToolLoopExtendsTheTrajectory(t *testing.T) {
 		t.Fatalf("want 1 trajectory, got %d", len(em))
 	}
 	tr := decodeTraj(t, em[0])
+	if tr.GroupID != "g-s1" || em[0].GroupID != "g-s1" {
+		t.Fatalf("group id %q, emitted with %q", tr.GroupID, em[0].GroupID)
+	}
 	if tr.Status != "completed" || tr.Turns() != 2 || tr.Reward == nil || *tr.Reward != 1 {
 		t.Fatalf("status %q reason %q turns %d reward %v", tr.Status, tr.StatusReason, tr.Turns(), tr.Reward)
 	}

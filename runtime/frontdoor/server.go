@@ -232,6 +232,8 @@ type endBody struct {
 	// Label and Metadata are copied into each trajectory.
 	Label    json.RawMessage `json:"label"`
 	Metadata json.RawMessage `json:"metadata"`
+	// GroupID groups sessions for the trainer (the n samples of one prompt, for GRPO); default frontdoor/SESSION.
+	GroupID string `json:"group_id"`
 }
 
 func (s *Server) endHandler(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +243,7 @@ func (s *Server) endHandler(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil && !errors.Is(err, errIOEOF) {
-		writeError(w, invalid("", "end "+id+": body: "+err.Error()+" (want {\"reward\": number, \"label\": ..., \"metadata\": {...}} or nothing)"))
+		writeError(w, invalid("", "end "+id+": body: "+err.Error()+" (want {\"reward\": number, \"label\": ..., \"metadata\": {...}, \"group_id\": \"...\"} or nothing)"))
 		return
 	}
 	if len(body.Metadata) > 0 && string(body.Metadata) != "null" && body.Metadata[0] != '{' {

@@ -662,6 +662,9 @@ func (ss *session) finish(b *branch, body *endBody) *tito.Trajectory {
 	t.Messages, _ = json.Marshal(msgs)
 	if body != nil {
 		t.Reward, t.Label, t.Metadata = body.Reward, body.Label, body.Metadata
+		if body.GroupID != "" {
+			t.GroupID = body.GroupID
+		}
 	}
 	if t.Reward == nil && ss.s.m.Reward != nil {
 		r, metrics, err := ss.s.m.Reward(context.Background(), msgs, t.Status, t.StatusReason, t.Label, t.Metadata)
