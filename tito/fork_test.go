@@ -10,7 +10,7 @@ import (
 // logprobs), counts the responses it kept, and takes a new prompt and response whose logprobs start right after
 // the cut; the original is unchanged.
 func TestFork(t *testing.T) {
-	tr := trTwoTurns(t) // prompt [1 2 3], response [4 5], prompt [6 7]
+	tr := trTwoTurns(t)                                            // prompt [1 2 3], response [4 5], prompt [6 7]
 	mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{8, 9}))) // response [8 9]
 	before := slices.Clone(tr.TokenIDs)
 	wantTurns := []int{0, 0, 0, 0, 1, 1, 1, 1, 2, 2} // responses kept when cutting at n
