@@ -101,8 +101,8 @@ func newHarness(t testing.TB, cfg frontdoor.Config, kwargs map[string]any) *harn
 	return newHarnessWith(t, cfg, kwargs, nil)
 }
 
-// newHarnessWith is newHarness with a reward hook on the agent (nil: none).
-func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, reward *runtime.PluginConfig) *harness {
+// newHarnessWith is newHarness with changes to the agent's config (nil: none).
+func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, edit func(*runtime.AgentConfig)) *harness {
 	t.Helper()
 	h := &harness{log: &syncBuffer{}, emits: make(chan frontdoor.Emitted, 100)}
 	ec := emulator.DefaultConfig()
@@ -127,7 +127,10 @@ func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, r
 	}
 	t.Cleanup(func() { client.Close() })
 	ac := runtime.DefaultAgent()
-	ac.Name, ac.Model, ac.ChatTemplateKwargs, ac.Reward = "qwen3", os.Getenv("AGENTRT_QWEN3_MODEL"), kwargs, reward
+	ac.Name, ac.Model, ac.ChatTemplateKwargs = "qwen3", os.Getenv("AGENTRT_QWEN3_MODEL"), kwargs
+	if edit != nil {
+		edit(&ac)
+	}
 	a, err := runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: client, Model: qwen3,
 		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: esrv.URL})
 	if err != nil {
@@ -643,7 +646,7 @@ func TestCloseEmitsOpenSessions(t *testing.T) {
 // episode (here the built-in math_reward: the reply's \boxed{} answer against the label).
 func TestRewardHookScoresSession(t *testing.T) {
 	h := newHarnessWith(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false},
-		&runtime.PluginConfig{Plugin: "builtin:math_reward"})
+		func(ac *runtime.AgentConfig) { ac.Reward = &runtime.PluginConfig{Plugin: "builtin:math_reward"} })
 	for _, c := range []struct {
 		session, label string
 		want           float64
@@ -661,4 +664,34 @@ func TestRewardHookScoresSession(t *testing.T) {
 			t.Fatalf("%s: reward %v, want %v (warnings %v)", c.session, tr.Reward, c.want, tr.Warnings)
 		}
 	}
+}
+
+// Limits: more open sessions than max_sessions get a 429; a conversation past the context window gets a 400
+// context_length_exceeded; neither writes anything.
+func TestLimits(t *testing.T) {
+	cfg := defaultConfig(frontdoor.DriftFork)
+	cfg.MaxSessions = 1
+	h := newHarnessWith(t, cfg, map[string]any{"enable_thinking": false}, func(ac *runtime.AgentConfig) { ac.ContextWindow = 64 })
+	short := []any{map[string]any{"role": "user", "content": "[script:chat] Hi."}}
+	if code, resp := h.post(t, "/s/one/v1/chat/completions", map[string]any{"model": "qwen3", "messages": short, "max_tokens": 16}); code != 200 {
+		t.Fatalf("%d %v", code, resp)
+	}
+	code, resp := h.post(t, "/s/two/v1/chat/completions", map[string]any{"model": "qwen3", "messages": short})
+	if code != 429 || errCode(resp) != "too_many_sessions" {
+		t.Fatalf("a second session over max_sessions: %d %v", code, resp)
+	}
+	long := append(short, reply(t, map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": "Hello! How can I help?"}}}}),
+		map[string]any{"role": "user", "content": strings.Repeat("Tell me more about that. ", 20)})
+	code, resp = h.post(t, "/s/one/v1/chat/completions", map[string]any{"model": "qwen3", "messages": long})
+	if code != 400 || errCode(resp) != "context_length_exceeded" {
+		t.Fatalf("past the context window: %d %v", code, resp)
+	}
+	if n := len(h.generates(t)); n != 1 {
+		t.Fatalf("%d /generate calls, want 1", n)
+	}
+	em := h.end(t, "one")
+	if len(em) != 1 || decodeTraj(t, em[0]).Turns() != 1 {
+		t.Fatalf("the session's trajectory changed: %d trajectories", len(em))
+	}
+	h.check(t, decodeTraj(t, em[0]))
 }
