@@ -12,6 +12,7 @@ Modes (the front-door tests run each against the emulator):
   stream     the tool loop with stream=True, the reply assembled from the chunks;
   responses  the tool loop on the Responses API, the output items appended to the input;
   chained    the Responses tool loop with previous_response_id (only the new items are sent);
+  responses-stream  the Responses tool loop with stream=True (the reply from response.completed);
   summarise  two chat turns, then the history is replaced by a summary (the session's drift policy decides).
 Prints one JSON line: the replies' contents and the session's trajectory ids.
 """
@@ -91,12 +92,21 @@ def tool_loop(client, model, task, terse, stream=False, max_turns=8):
 RESPONSE_TOOLS = [{"type": "function", **t["function"]} for t in TOOLS]
 
 
-def responses_loop(client, model, task, chained, max_turns=8):
+def responses_create(client, stream, **kw):
+    if not stream:
+        return client.responses.create(**kw)
+    for event in client.responses.create(stream=True, **kw):
+        if event.type in ("response.completed", "response.incomplete"):
+            return event.response
+    raise RuntimeError("the stream ended without response.completed")
+
+
+def responses_loop(client, model, task, chained, stream=False, max_turns=8):
     items = [{"role": "user", "content": task}]
     replies, prev = [], None
     for _ in range(max_turns):
         kw = {"previous_response_id": prev} if chained and prev else {"instructions": "You are a careful assistant. Use the add tool for sums."}
-        resp = client.responses.create(model=model, input=items, tools=RESPONSE_TOOLS, **kw)
+        resp = responses_create(client, stream, model=model, input=items, tools=RESPONSE_TOOLS, **kw)
         replies.append(resp.output_text)
         calls = [o for o in resp.output if o.type == "function_call"]
         results = [{"type": "function_call_output", "call_id": c.call_id, "output": str(add(**json.loads(c.arguments)))}
@@ -133,13 +143,13 @@ def main():
     ap.add_argument("--session", required=True)
     ap.add_argument("--model", default="qwen3")
     ap.add_argument("--task", required=True)
-    ap.add_argument("--mode", choices=["tools", "terse", "stream", "responses", "chained", "summarise"], default="tools")
+    ap.add_argument("--mode", choices=["tools", "terse", "stream", "responses", "chained", "responses-stream", "summarise"], default="tools")
     a = ap.parse_args()
     client = OpenAI(base_url=f"{a.server}/s/{a.session}/v1", api_key="unused", max_retries=0)
     if a.mode == "summarise":
         replies = summarise(client, a.model, a.task)
-    elif a.mode in ("responses", "chained"):
-        replies = responses_loop(client, a.model, a.task, chained=a.mode == "chained")
+    elif a.mode in ("responses", "chained", "responses-stream"):
+        replies = responses_loop(client, a.model, a.task, chained=a.mode == "chained", stream=a.mode == "responses-stream")
     else:
         replies = tool_loop(client, a.model, a.task, terse=a.mode == "terse", stream=a.mode == "stream")
     # The episode is over: end the session, and its trajectories go to the trainer.

@@ -12,7 +12,7 @@ import (
 	"github.com/agentrt/agentrt/tito"
 )
 
-// OpenAI's Responses API (POST /v1/responses, non-streaming) over the same sessions. Input items become chat
+// OpenAI's Responses API (POST /v1/responses) over the same sessions. Input items become chat
 // messages (a run of reasoning, assistant message and function_call items is one assistant message);
 // previous_response_id continues the session's own history, so the caller may send only the new items.
 
@@ -64,7 +64,78 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request, sessionID str
 		writeError(w, aerr)
 		return
 	}
+	if req.Stream {
+		writeRespStream(w, res.response(s.m.Name, tools))
+		return
+	}
 	writeJSON(w, http.StatusOK, res.response(s.m.Name, tools))
+}
+
+// writeRespStream sends a finished response as the Responses API's SSE events: response.created, each output
+// item added, its text / reasoning / arguments as one delta and done, the item done, response.completed. Like the
+// other streams, it is sent once the reply is generated.
+func writeRespStream(w http.ResponseWriter, full map[string]any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	seq := 0
+	event := func(typ string, v map[string]any) {
+		v["type"], v["sequence_number"] = typ, seq
+		seq++
+		b, _ := json.Marshal(v)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, b)
+	}
+	started := map[string]any{}
+	for k, v := range full {
+		started[k] = v
+	}
+	started["status"], started["output"], started["usage"] = "in_progress", []any{}, nil
+	event("response.created", map[string]any{"response": started})
+	event("response.in_progress", map[string]any{"response": started})
+	output, _ := full["output"].([]any)
+	for i, o := range output {
+		item := o.(map[string]any)
+		id, _ := item["id"].(string)
+		added := map[string]any{}
+		for k, v := range item {
+			added[k] = v
+		}
+		switch item["type"] {
+		case "message":
+			added["content"], added["status"] = []any{}, "in_progress"
+		case "reasoning":
+			added["content"] = []any{}
+		case "function_call":
+			added["arguments"], added["status"] = "", "in_progress"
+		}
+		event("response.output_item.added", map[string]any{"output_index": i, "item": added})
+		switch item["type"] {
+		case "message":
+			part := item["content"].([]any)[0].(map[string]any)
+			text := part["text"]
+			event("response.content_part.added", map[string]any{"item_id": id, "output_index": i, "content_index": 0,
+				"part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+			event("response.output_text.delta", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "delta": text, "logprobs": []any{}})
+			event("response.output_text.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "text": text, "logprobs": []any{}})
+			event("response.content_part.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": part})
+		case "reasoning":
+			text := item["content"].([]any)[0].(map[string]any)["text"]
+			event("response.reasoning_text.delta", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "delta": text})
+			event("response.reasoning_text.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "text": text})
+		case "function_call":
+			event("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": item["arguments"]})
+			event("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": i, "arguments": item["arguments"], "name": item["name"]})
+		}
+		event("response.output_item.done", map[string]any{"output_index": i, "item": item})
+	}
+	final := "response.completed"
+	if full["status"] == "incomplete" {
+		final = "response.incomplete"
+	}
+	event(final, map[string]any{"response": full})
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request, sessionID string) (*chatRequest, []tito.Message, []json.RawMessage, *apiError) {
@@ -82,12 +153,10 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request, session
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, nil, nil, invalid("", "the request is not a valid Responses API JSON object: "+err.Error())
 	}
+	stream := req.Stream
 	if req.Model != s.m.Name {
 		return nil, nil, nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
 			msg: fmt.Sprintf("the model %q does not exist: this server serves %q", req.Model, s.m.Name)}
-	}
-	if req.Stream {
-		return nil, nil, nil, invalid("stream", "stream is not supported for /v1/responses yet: call with stream false")
 	}
 	if t := bytes.TrimSpace(req.ToolChoice); len(t) > 0 && string(t) != "null" && string(t) != `"auto"` {
 		return nil, nil, nil, invalid("tool_choice", fmt.Sprintf("tool_choice %s is not supported: the model's reply is returned as generated (use \"auto\")", t))
@@ -134,7 +203,7 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request, session
 	if len(msgs) == 0 {
 		return nil, nil, nil, invalid("input", "input has no items")
 	}
-	chat := &chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP}
+	chat := &chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, Stream: stream}
 	if req.MaxOutputTokens != nil && *req.MaxOutputTokens <= 0 {
 		return nil, nil, nil, invalid("max_output_tokens", "max_output_tokens must be > 0")
 	}

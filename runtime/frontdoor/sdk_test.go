@@ -174,13 +174,14 @@ func TestOpenAISDKResponses(t *testing.T) {
 	h := newHarness(t, defaultConfig(frontdoor.DriftReject), nil)
 	items := runAgent(t, py, h, "resp-items", "responses", "[script:think] What is 2 + 3?")
 	chained := runAgent(t, py, h, "resp-chained", "chained", "[script:think] Add 2 and 3.")
-	for _, r := range []agentRun{items, chained} {
+	streamed := runAgent(t, py, h, "resp-stream", "responses-stream", "[script:think] Add 2 and 3 (streamed).")
+	for _, r := range []agentRun{items, chained, streamed} {
 		if len(r.Trajectories) != 1 || len(r.Replies) != 2 || *r.Replies[1] != "The sum is 5." {
 			t.Fatalf("%+v", r)
 		}
 	}
 	res := independentCheck(t, py, h)
-	if res["ok"] != true || res["trajectories"].(float64) != 2 || res["turns"].(float64) != 4 {
+	if res["ok"] != true || res["trajectories"].(float64) != 3 || res["turns"].(float64) != 6 {
 		t.Fatalf("bench/check.py: %v", res)
 	}
 	h.mu.Lock()

@@ -123,7 +123,7 @@ func New(cfg Config, m Model, sink Sink, log *slog.Logger) (*Server, error) {
 //	POST /v1/chat/completions              (session from the X-Agentrt-Session header, else a one-call session)
 //	POST /s/{session}/v1/chat/completions  (base_url = http://host/s/{session}/v1)
 //	POST /v1/messages, /s/{session}/v1/messages (Anthropic; base_url = http://host/s/{session})
-//	POST /v1/responses, /s/{session}/v1/responses (OpenAI Responses, non-streaming)
+//	POST /v1/responses, /s/{session}/v1/responses (OpenAI Responses)
 //	POST /s/{session}/end, POST /v1/sessions/{session}/end
 //	GET  /v1/models, /s/{session}/v1/models
 func (s *Server) Handler() http.Handler {
