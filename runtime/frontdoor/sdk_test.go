@@ -120,6 +120,8 @@ func TestOpenAISDKToolLoop(t *testing.T) {
 	}
 }
 
+// A caller that replaces its history with a summary, under fork (two trajectories sharing a prefix) and realign
+// (one trajectory, the cut recorded).
 func TestOpenAISDKSummaryForks(t *testing.T) {
 	py := sdkPython(t)
 	h := newHarness(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false})
@@ -136,6 +138,20 @@ func TestOpenAISDKSummaryForks(t *testing.T) {
 	}
 	h.check(t, a)
 	h.check(t, b)
+
+	// The same caller under realign: one trajectory, the summary's tokens in place of the replaced history.
+	h = newHarness(t, defaultConfig(frontdoor.DriftRealign), map[string]any{"enable_thinking": false})
+	r = runAgent(t, py, h, "sdk-sum", "summarise", "[script:chat] Hi there.")
+	if len(r.Trajectories) != 1 {
+		t.Fatalf("%+v", r)
+	}
+	h.mu.Lock()
+	tr := decodeTraj(t, h.emitted[0])
+	h.mu.Unlock()
+	if tr.Turns() != 1 || tr.Metrics["drift.realign.user_edited"] != 1 || len(tr.Warnings) == 0 {
+		t.Fatalf("realigned: %d turns, metrics %v, warnings %v", tr.Turns(), tr.Metrics, tr.Warnings)
+	}
+	h.check(t, tr)
 }
 
 // The official anthropic SDK's tool loop (examples/frontdoor/anthropic_agent.py), plain and streamed: the
