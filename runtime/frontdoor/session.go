@@ -91,12 +91,8 @@ type driftRecord struct {
 }
 
 func newSession(s *Server, id string, oneCall bool) *session {
-	ss := &session{s: s, id: id, oneCall: oneCall, drift: map[string]int{}}
-	if !oneCall {
-		ss.last = time.Now()
-		ss.idle = time.AfterFunc(s.cfg.IdleTimeout.Duration, ss.idleEnd)
-	}
-	return ss
+	// The idle timer starts when the first call ends (a session is opened by its first call).
+	return &session{s: s, id: id, oneCall: oneCall, drift: map[string]int{}}
 }
 
 func (ss *session) trajectoryID(b *branch) string {
@@ -142,9 +138,18 @@ func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs 
 		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "session_not_found",
 			msg: fmt.Sprintf("session %q has ended", ss.id)}
 	}
-	if ss.idle != nil {
-		ss.idle.Stop()
-		defer func() { ss.last = time.Now(); ss.idle.Reset(ss.s.cfg.IdleTimeout.Duration) }()
+	if !ss.oneCall {
+		if ss.idle != nil {
+			ss.idle.Stop()
+		}
+		defer func() {
+			ss.last = time.Now()
+			if ss.idle == nil {
+				ss.idle = time.AfterFunc(ss.s.cfg.IdleTimeout.Duration, ss.idleEnd)
+			} else {
+				ss.idle.Reset(ss.s.cfg.IdleTimeout.Duration)
+			}
+		}()
 	}
 	ss.calls++
 	if !slices.Contains(ss.apis, api) {
