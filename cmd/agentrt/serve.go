@@ -225,6 +225,7 @@ func startFrontdoor(cfg *runtime.Config, sys *system, strm *stream.Server, m *me
 		return nil, err
 	}
 	fd.OnDrift = m.HistoryDrift
+	fd.Token = cfg.Server.Token // the same key as the stream's: callers send it as their API key
 	return fd, nil
 }
 

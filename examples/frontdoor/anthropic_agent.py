@@ -27,9 +27,10 @@ def main():
     ap.add_argument("--session", required=True)
     ap.add_argument("--model", default="qwen3")
     ap.add_argument("--task", required=True)
+    ap.add_argument("--api-key", default="unused", help="server.token, when agentrt serve has one")
     ap.add_argument("--stream", action="store_true")
     a = ap.parse_args()
-    client = anthropic.Anthropic(base_url=f"{a.server}/s/{a.session}", api_key="unused", max_retries=0)
+    client = anthropic.Anthropic(base_url=f"{a.server}/s/{a.session}", api_key=a.api_key, max_retries=0)
     messages = [{"role": "user", "content": a.task}]
     replies = []
     for _ in range(8):
@@ -48,7 +49,7 @@ def main():
                    for b in resp.content if b.type == "tool_use"]
         messages.append({"role": "user", "content": results})
     req = urllib.request.Request(f"{a.server}/s/{a.session}/end", data=b'{"reward": 1.0}', method="POST",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + a.api_key})
     with urllib.request.urlopen(req) as r:
         ended = json.load(r)
     print(json.dumps({"replies": replies, "trajectories": ended["trajectories"]}))

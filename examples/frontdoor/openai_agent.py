@@ -143,9 +143,10 @@ def main():
     ap.add_argument("--session", required=True)
     ap.add_argument("--model", default="qwen3")
     ap.add_argument("--task", required=True)
+    ap.add_argument("--api-key", default="unused", help="server.token, when agentrt serve has one")
     ap.add_argument("--mode", choices=["tools", "terse", "stream", "responses", "chained", "responses-stream", "summarise"], default="tools")
     a = ap.parse_args()
-    client = OpenAI(base_url=f"{a.server}/s/{a.session}/v1", api_key="unused", max_retries=0)
+    client = OpenAI(base_url=f"{a.server}/s/{a.session}/v1", api_key=a.api_key, max_retries=0)
     if a.mode == "summarise":
         replies = summarise(client, a.model, a.task)
     elif a.mode in ("responses", "chained", "responses-stream"):
@@ -154,7 +155,7 @@ def main():
         replies = tool_loop(client, a.model, a.task, terse=a.mode == "terse", stream=a.mode == "stream")
     # The episode is over: end the session, and its trajectories go to the trainer.
     req = urllib.request.Request(f"{a.server}/s/{a.session}/end", data=b'{"reward": 1.0}', method="POST",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + a.api_key})
     with urllib.request.urlopen(req) as r:
         ended = json.load(r)
     print(json.dumps({"replies": replies, "trajectories": ended["trajectories"]}))

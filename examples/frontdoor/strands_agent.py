@@ -32,14 +32,15 @@ def main():
     ap.add_argument("--session", required=True)
     ap.add_argument("--model", default="qwen3")
     ap.add_argument("--task", required=True)
+    ap.add_argument("--api-key", default="unused", help="server.token, when agentrt serve has one")
     a = ap.parse_args()
-    model = OpenAIModel(client_args={"base_url": f"{a.server}/s/{a.session}/v1", "api_key": "unused", "max_retries": 0},
+    model = OpenAIModel(client_args={"base_url": f"{a.server}/s/{a.session}/v1", "api_key": a.api_key, "max_retries": 0},
                         model_id=a.model, params={"max_tokens": 512})
     agent = Agent(model=model, tools=[add], system_prompt="You are a careful assistant. Use the add tool for sums.",
                   callback_handler=None)
     result = agent(a.task)
     req = urllib.request.Request(f"{a.server}/s/{a.session}/end", data=b'{"reward": 1.0}', method="POST",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + a.api_key})
     with urllib.request.urlopen(req) as r:
         ended = json.load(r)
     print(json.dumps({"replies": [str(result).strip()], "trajectories": ended["trajectories"]}))

@@ -695,3 +695,38 @@ func TestLimits(t *testing.T) {
 	}
 	h.check(t, decodeTraj(t, em[0]))
 }
+
+// With a token (server.token), every call must present it as its API key, in each API's way.
+func TestToken(t *testing.T) {
+	h := newHarness(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false})
+	h.fd.Token = "s3cret"
+	srv := httptest.NewServer(h.fd.Handler())
+	defer srv.Close()
+	body := `{"model": "qwen3", "messages": [{"role": "user", "content": "[script:chat] Hi."}], "max_tokens": 16}`
+	call := func(path string, hdr map[string]string) (int, map[string]any) {
+		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out
+	}
+	if code, out := call("/s/t/v1/chat/completions", nil); code != 401 || errCode(out) != "invalid_api_key" {
+		t.Fatalf("no key: %d %v", code, out)
+	}
+	if code, out := call("/s/t/v1/messages", map[string]string{"x-api-key": "wrong"}); code != 401 || out["error"].(map[string]any)["type"] != "authentication_error" {
+		t.Fatalf("wrong Anthropic key: %d %v", code, out)
+	}
+	if code, out := call("/s/t/v1/chat/completions", map[string]string{"Authorization": "Bearer s3cret"}); code != 200 {
+		t.Fatalf("right key: %d %v", code, out)
+	}
+	if code, out := call("/s/t/v1/messages", map[string]string{"x-api-key": "s3cret"}); code != 200 {
+		t.Fatalf("right Anthropic key: %d %v", code, out)
+	}
+}

@@ -154,13 +154,15 @@ func TestOpenAISDKSummaryForks(t *testing.T) {
 	h.check(t, tr)
 }
 
-// The official anthropic SDK's tool loop (examples/frontdoor/anthropic_agent.py), plain and streamed: the
-// replies' content blocks go back as the SDK gives them, and every trajectory passes bench/check.py.
+// The official anthropic SDK's tool loop (examples/frontdoor/anthropic_agent.py), plain and streamed, with an API
+// key (server.token): the replies' content blocks go back as the SDK gives them, and every trajectory passes
+// bench/check.py.
 func TestAnthropicSDKToolLoop(t *testing.T) {
 	py := sdkPython(t)
 	h := newHarness(t, defaultConfig(frontdoor.DriftReject), nil)
-	plain := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth", "--task", "[script:think] What is 2 + 3?")
-	streamed := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth-s", "--stream", "--task", "[script:think] Add 2 and 3.")
+	h.fd.Token = "k3y" // the SDK sends it as x-api-key
+	plain := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth", "--api-key", "k3y", "--task", "[script:think] What is 2 + 3?")
+	streamed := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth-s", "--api-key", "k3y", "--stream", "--task", "[script:think] Add 2 and 3.")
 	for _, r := range []agentRun{plain, streamed} {
 		if len(r.Trajectories) != 1 || len(r.Replies) != 2 || *r.Replies[1] != "The sum is 5." {
 			t.Fatalf("%+v", r)

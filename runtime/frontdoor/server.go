@@ -3,12 +3,14 @@ package frontdoor
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,6 +92,11 @@ type Server struct {
 	log  *slog.Logger
 	// OnDrift, if set, is told of every drift (policy, reason) for metrics.
 	OnDrift func(policy, reason string)
+	// Token, if set (before serving), is the API key every call must present (server.token).
+	Token string
+
+	handlerOnce sync.Once
+	handler     http.Handler
 
 	mu       sync.Mutex
 	closed   bool
@@ -127,6 +134,11 @@ func New(cfg Config, m Model, sink Sink, log *slog.Logger) (*Server, error) {
 //	POST /s/{session}/end, POST /v1/sessions/{session}/end
 //	GET  /v1/models, /s/{session}/v1/models
 func (s *Server) Handler() http.Handler {
+	s.handlerOnce.Do(s.buildHandler)
+	return s.handler
+}
+
+func (s *Server) buildHandler() {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
 		s.chatCompletions(w, r, r.Header.Get(SessionHeader))
@@ -150,7 +162,29 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{session}/end", s.endHandler)
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /s/{session}/v1/models", s.models)
-	return mux
+	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.Token != "" && !s.authorized(r) {
+			e := &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
+				msg: "agentrt: wrong or missing API key: send server.token as the API key (Authorization: Bearer, or x-api-key)"}
+			if strings.HasSuffix(r.URL.Path, "/v1/messages") {
+				writeJSON(w, e.status, map[string]any{"type": "error", "error": map[string]any{"type": "authentication_error", "message": e.msg}})
+				return
+			}
+			writeError(w, e)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// authorized reports whether r carries the token as an OpenAI (Authorization: Bearer) or Anthropic (x-api-key)
+// API key.
+func (s *Server) authorized(r *http.Request) bool {
+	key := r.Header.Get("X-Api-Key")
+	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		key = b
+	}
+	return subtle.ConstantTimeCompare([]byte(key), []byte(s.Token)) == 1
 }
 
 // SessionHeader names a call's session when its URL does not.
