@@ -220,12 +220,13 @@ func startFrontdoor(cfg *runtime.Config, sys *system, strm *stream.Server, m *me
 		return strm.Emit(ctx, consumer, "frontdoor/"+e.Session, stream.Finished{ItemID: e.Session, SampleIndex: e.Index,
 			GroupID: e.GroupID, TrajectoryID: e.TrajectoryID, Trajectory: e.Trajectory})
 	}
-	fd, err := frontdoor.New(cfg.Frontdoor, model, sink, log)
+	fcfg := cfg.Frontdoor
+	fcfg.Token = cfg.Server.Token // the same key as the stream's: callers send it as their API key
+	fd, err := frontdoor.New(fcfg, model, sink, log)
 	if err != nil {
 		return nil, err
 	}
 	fd.OnDrift = m.HistoryDrift
-	fd.Token = cfg.Server.Token // the same key as the stream's: callers send it as their API key
 	return fd, nil
 }
 

@@ -36,6 +36,8 @@ type Config struct {
 	// MaxNewTokens caps the max_tokens a call may ask for; 0 means the agent's sampling.max_new_tokens, which is
 	// also the default when a call asks for none.
 	MaxNewTokens int `toml:"max_new_tokens"`
+	// Token, if set, is the API key every call must present; agentrt serve sets it to server.token.
+	Token string `toml:"-"`
 }
 
 // DefaultConfig returns the defaults the [frontdoor] table is decoded over.

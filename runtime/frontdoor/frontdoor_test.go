@@ -698,10 +698,10 @@ func TestLimits(t *testing.T) {
 
 // With a token (server.token), every call must present it as its API key, in each API's way.
 func TestToken(t *testing.T) {
-	h := newHarness(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false})
-	h.fd.Token = "s3cret"
-	srv := httptest.NewServer(h.fd.Handler())
-	defer srv.Close()
+	cfg := defaultConfig(frontdoor.DriftFork)
+	cfg.Token = "s3cret"
+	h := newHarness(t, cfg, map[string]any{"enable_thinking": false})
+	srv := h.srv
 	body := `{"model": "qwen3", "messages": [{"role": "user", "content": "[script:chat] Hi."}], "max_tokens": 16}`
 	call := func(path string, hdr map[string]string) (int, map[string]any) {
 		req, _ := http.NewRequest("POST", srv.URL+path, strings.NewReader(body))

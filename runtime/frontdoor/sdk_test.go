@@ -159,8 +159,9 @@ func TestOpenAISDKSummaryForks(t *testing.T) {
 // bench/check.py.
 func TestAnthropicSDKToolLoop(t *testing.T) {
 	py := sdkPython(t)
-	h := newHarness(t, defaultConfig(frontdoor.DriftReject), nil)
-	h.fd.Token = "k3y" // the SDK sends it as x-api-key
+	cfg := defaultConfig(frontdoor.DriftReject)
+	cfg.Token = "k3y" // the SDK sends it as x-api-key
+	h := newHarness(t, cfg, nil)
 	plain := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth", "--api-key", "k3y", "--task", "[script:think] What is 2 + 3?")
 	streamed := runScript(t, py, "anthropic_agent.py", "--server", h.srv.URL, "--session", "anth-s", "--api-key", "k3y", "--stream", "--task", "[script:think] Add 2 and 3.")
 	for _, r := range []agentRun{plain, streamed} {

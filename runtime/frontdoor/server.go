@@ -92,8 +92,6 @@ type Server struct {
 	log  *slog.Logger
 	// OnDrift, if set, is told of every drift (policy, reason) for metrics.
 	OnDrift func(policy, reason string)
-	// Token, if set (before serving), is the API key every call must present (server.token).
-	Token string
 
 	handlerOnce sync.Once
 	handler     http.Handler
@@ -163,7 +161,7 @@ func (s *Server) buildHandler() {
 	mux.HandleFunc("GET /v1/models", s.models)
 	mux.HandleFunc("GET /s/{session}/v1/models", s.models)
 	s.handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.Token != "" && !s.authorized(r) {
+		if s.cfg.Token != "" && !s.authorized(r) {
 			e := &apiError{status: http.StatusUnauthorized, typ: "invalid_request_error", code: "invalid_api_key",
 				msg: "agentrt: wrong or missing API key: send server.token as the API key (Authorization: Bearer, or x-api-key)"}
 			if strings.HasSuffix(r.URL.Path, "/v1/messages") {
@@ -184,7 +182,7 @@ func (s *Server) authorized(r *http.Request) bool {
 	if b, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
 		key = b
 	}
-	return subtle.ConstantTimeCompare([]byte(key), []byte(s.Token)) == 1
+	return subtle.ConstantTimeCompare([]byte(key), []byte(s.cfg.Token)) == 1
 }
 
 // SessionHeader names a call's session when its URL does not.
