@@ -170,7 +170,7 @@ func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs 
 	if p.fresh {
 		if p.drift != nil && p.drift.Policy == DriftRealign {
 			old := ss.current()
-			p.b.index = old.index
+			p.b.index, p.b.forkOf = old.index, old.forkOf
 			p.b.realigns = append(slices.Clone(old.realigns), *p.drift)
 			p.b.parseErrs = mergeCounts(old.parseErrs, p.b.parseErrs)
 			ss.branches[len(ss.branches)-1] = p.b
