@@ -7,6 +7,7 @@ token-exact trajectory agentrt streams to the trainer when the session ends (POS
 
 Modes (the front-door tests run each against the emulator):
   tools      the SDK's tool-calling loop: call, run the tools the model asked for, send their results, repeat;
+  objects    the same loop, appending the SDK's message objects themselves to the history;
   terse      the same loop, but the history keeps only content and tool calls of each reply (the model's
              reasoning is dropped, as Qwen3's own chat template drops it);
   stream     the tool loop with stream=True, the reply assembled from the chunks;
@@ -56,7 +57,7 @@ def streamed(client, **kw):
     return msg
 
 
-def tool_loop(client, model, task, terse, stream=False, max_turns=8):
+def tool_loop(client, model, task, terse, stream=False, objects=False, max_turns=8):
     messages = [{"role": "system", "content": "You are a careful assistant. Use the add tool for sums."},
                 {"role": "user", "content": task}]
     replies = []
@@ -74,7 +75,9 @@ def tool_loop(client, model, task, terse, stream=False, max_turns=8):
         resp = client.chat.completions.create(model=model, messages=messages, tools=TOOLS, temperature=0.7)
         msg = resp.choices[0].message
         replies.append(msg.content)
-        if terse:  # keep what the API defines; drop the reasoning the server added
+        if objects:  # the SDK serializes its own message object
+            messages.append(msg)
+        elif terse:  # keep what the API defines; drop the reasoning the server added
             kept = {"role": "assistant", "content": msg.content}
             if msg.tool_calls:
                 kept["tool_calls"] = [tc.model_dump() for tc in msg.tool_calls]
@@ -144,7 +147,7 @@ def main():
     ap.add_argument("--model", default="qwen3")
     ap.add_argument("--task", required=True)
     ap.add_argument("--api-key", default="unused", help="server.token, when agentrt serve has one")
-    ap.add_argument("--mode", choices=["tools", "terse", "stream", "responses", "chained", "responses-stream", "summarise"], default="tools")
+    ap.add_argument("--mode", choices=["tools", "objects", "terse", "stream", "responses", "chained", "responses-stream", "summarise"], default="tools")
     a = ap.parse_args()
     client = OpenAI(base_url=f"{a.server}/s/{a.session}/v1", api_key=a.api_key, max_retries=0)
     if a.mode == "summarise":
@@ -152,7 +155,7 @@ def main():
     elif a.mode in ("responses", "chained", "responses-stream"):
         replies = responses_loop(client, a.model, a.task, chained=a.mode == "chained", stream=a.mode == "responses-stream")
     else:
-        replies = tool_loop(client, a.model, a.task, terse=a.mode == "terse", stream=a.mode == "stream")
+        replies = tool_loop(client, a.model, a.task, terse=a.mode == "terse", stream=a.mode == "stream", objects=a.mode == "objects")
     # The episode is over: end the session, and its trajectories go to the trainer.
     req = urllib.request.Request(f"{a.server}/s/{a.session}/end", data=b'{"reward": 1.0}', method="POST",
                                  headers={"Content-Type": "application/json", "Authorization": "Bearer " + a.api_key})

@@ -89,7 +89,8 @@ func TestOpenAISDKToolLoop(t *testing.T) {
 	terse := runAgent(t, py, h, "sdk-terse", "terse", "[script:think] What is 2 + 3? (terse)")
 	calc := runAgent(t, py, h, "sdk-calc", "tools", "[script:calc] Add 2 and 3.")
 	streamed := runAgent(t, py, h, "sdk-stream", "stream", "[script:calc] Add 2 and 3, streaming.")
-	for name, r := range map[string]agentRun{"full": full, "terse": terse, "calc": calc, "stream": streamed} {
+	objects := runAgent(t, py, h, "sdk-objects", "objects", "[script:think] What is 2 + 3? (objects)")
+	for name, r := range map[string]agentRun{"full": full, "terse": terse, "calc": calc, "stream": streamed, "objects": objects} {
 		if len(r.Trajectories) != 1 || len(r.Replies) < 2 {
 			t.Fatalf("%s: %+v", name, r)
 		}
@@ -101,7 +102,7 @@ func TestOpenAISDKToolLoop(t *testing.T) {
 		t.Fatalf("final streamed reply %q", got)
 	}
 	res := independentCheck(t, py, h)
-	if res["ok"] != true || res["trajectories"].(float64) != 4 || res["turns"].(float64) != 8 {
+	if res["ok"] != true || res["trajectories"].(float64) != 5 || res["turns"].(float64) != 10 {
 		t.Fatalf("bench/check.py: %v", res)
 	}
 	h.mu.Lock()
@@ -109,7 +110,7 @@ func TestOpenAISDKToolLoop(t *testing.T) {
 	for _, e := range h.emitted {
 		tr := decodeTraj(t, e)
 		dropped := tr.Metrics["reasoning_dropped_calls"]
-		if want := map[string]float64{"sdk-full": 0, "sdk-terse": 1, "sdk-calc": 0, "sdk-stream": 0}[e.Session]; dropped != want {
+		if want := map[string]float64{"sdk-full": 0, "sdk-terse": 1, "sdk-calc": 0, "sdk-stream": 0, "sdk-objects": 0}[e.Session]; dropped != want {
 			t.Errorf("%s: reasoning_dropped_calls %v, want %v", e.Session, dropped, want)
 		}
 		for k := range tr.Metrics {
