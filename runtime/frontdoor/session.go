@@ -152,6 +152,7 @@ func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs 
 		}()
 	}
 	ss.calls++
+	start := time.Now()
 	if !slices.Contains(ss.apis, api) {
 		ss.apis = append(ss.apis, api)
 	}
@@ -159,7 +160,7 @@ func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs 
 	if aerr != nil {
 		return nil, aerr
 	}
-	res, aerr := ss.generate(ctx, req, p)
+	res, aerr := ss.generate(ctx, req, p, start)
 	if aerr != nil {
 		if p.appended {
 			p.b.traj.DropPending()
@@ -429,7 +430,8 @@ func (ss *session) trimGeneratedStop(b *branch, delta string) string {
 }
 
 // generate makes the call's /generate request and appends the reply to the plan's branch.
-func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan) (*callResult, *apiError) {
+// callStart is when the call began: the time to here, less waiting on SGLang, is the turn's overhead.
+func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, callStart time.Time) (*callResult, *apiError) {
 	m := ss.s.m
 	b := p.b
 	ids, start := b.traj.NextRequest()
@@ -463,7 +465,7 @@ func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan) (*ca
 		OutputIDs:     resp.OutputIDs, OutputLogprobs: outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
 		Turn: tito.TurnInfo{Server: resp.Server, RID: resp.MetaInfo.ID, WeightVersion: resp.MetaInfo.WeightVersion,
 			CachedTokens: resp.MetaInfo.CachedTokens, PromptTokens: resp.MetaInfo.PromptTokens, FinishReason: finishString(fr),
-			LatencyMS: float64(lat.Microseconds()) / 1000},
+			LatencyMS: float64(lat.Microseconds()) / 1000, OverheadMS: float64((t0.Sub(callStart) + resp.ClientTime).Microseconds()) / 1000},
 	}
 	for _, w := range resp.MetaInfo.WeightVersions {
 		out.Turn.WeightVersions = append(out.Turn.WeightVersions, tito.WeightSpan{Version: w.Version, Start: w.Start, End: w.End})
