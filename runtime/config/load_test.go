@@ -104,3 +104,18 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		})
 	}
 }
+
+// The front door's example config loads as documented.
+func TestFrontdoorExampleLoads(t *testing.T) {
+	cfg, err := Load("../../examples/frontdoor/runtime.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := cfg.Frontdoor
+	if !fd.Enabled || fd.Agent != "qwen3" || fd.Consumer != "trainer" || fd.Drift != "fork" || fd.IdleTimeout.Minutes() != 10 || fd.MaxSessions != 10000 {
+		t.Fatalf("frontdoor = %+v", fd)
+	}
+	if a, err := cfg.Agent(fd.Agent); err != nil || len(a.Tools) != 0 {
+		t.Fatalf("agent %+v, %v", a, err)
+	}
+}
