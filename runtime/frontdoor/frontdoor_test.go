@@ -87,6 +87,8 @@ type harness struct {
 	emitted []frontdoor.Emitted
 	// emits gets every emitted trajectory too, for tests that wait on one.
 	emits chan frontdoor.Emitted
+	// generating gets a value when the emulator receives a /generate request.
+	generating chan struct{}
 }
 
 // script is the emulator's scripted replies, keyed by the [script:KEY] marker of a conversation's task.
@@ -102,12 +104,15 @@ func newHarness(t testing.TB, cfg frontdoor.Config, kwargs map[string]any) *harn
 }
 
 // newHarnessWith is newHarness with changes to the agent's config (nil: none).
-func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, edit func(*runtime.AgentConfig)) *harness {
+func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, edit func(*runtime.AgentConfig), emuEdits ...func(*emulator.Config)) *harness {
 	t.Helper()
 	h := &harness{log: &syncBuffer{}, emits: make(chan frontdoor.Emitted, 100)}
 	ec := emulator.DefaultConfig()
 	ec.Policy = emulator.PolicyScripted
 	ec.StopIDs, ec.VocabSize = qwen3.StopIDs, qwen3.Tokenizer.VocabSize()
+	for _, e := range emuEdits {
+		e(&ec)
+	}
 	sc, err := emulator.ParseScript(strings.NewReader(script))
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +121,16 @@ func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	esrv := httptest.NewServer(emu)
+	h.generating = make(chan struct{}, 100)
+	esrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/generate" {
+			select {
+			case h.generating <- struct{}{}:
+			default:
+			}
+		}
+		emu.ServeHTTP(w, r)
+	}))
 	t.Cleanup(esrv.Close)
 	h.emuURL = esrv.URL
 	scfg := sglang.DefaultConfig()
@@ -728,5 +742,32 @@ func TestToken(t *testing.T) {
 	}
 	if code, out := call("/s/t/v1/messages", map[string]string{"x-api-key": "s3cret"}); code != 200 {
 		t.Fatalf("right Anthropic key: %d %v", code, out)
+	}
+}
+
+// A caller that goes away mid-generation gets its request aborted on the server, and its session is unchanged.
+func TestCallerGoneAbortsGeneration(t *testing.T) {
+	h := newHarnessWith(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false}, nil,
+		func(ec *emulator.Config) { ec.Latency.Fixed = 10 * time.Minute })
+	body, _ := json.Marshal(chat([]any{map[string]any{"role": "user", "content": "[script:chat] Hi."}}))
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.srv.URL+"/s/gone/v1/chat/completions", bytes.NewReader(body))
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	testutil.Recv(t, "the /generate request to reach the emulator", h.generating)
+	cancel()
+	testutil.Recv(t, "the caller's request to end", done)
+	testutil.Until(t, "an /abort_request in the emulator's log", func() bool {
+		return bytes.Contains(h.log.Bytes(), []byte(`"path":"/abort_request"`))
+	})
+	code, out := h.post(t, "/s/gone/end", nil)
+	if code != 200 || len(out["trajectories"].([]any)) != 0 {
+		t.Fatalf("end: %d %v (the aborted call must leave no trajectory)", code, out)
 	}
 }

@@ -299,6 +299,9 @@ func (s *Server) endHandler(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "spool_error", msg: fmt.Sprintf("session %q: %v", id, err)})
 		return
 	}
+	if ids == nil {
+		ids = []string{} // a session without a reply emits nothing
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"session": id, "trajectories": ids})
 }
 

@@ -450,6 +450,14 @@ func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, call
 	resp, err := m.Generator.Generate(ctx, ss.id, greq)
 	lat := time.Since(t0)
 	if err != nil {
+		if ab, ok := m.Generator.(interface {
+			AbortRequest(ctx context.Context, rid string) error
+		}); ok && ctx.Err() != nil {
+			// The caller went away mid-generation: make sure SGLang stops working on it too.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			ab.AbortRequest(actx, rid)
+			cancel()
+		}
 		if errors.Is(err, sglang.ErrContextLength) {
 			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "context_length_exceeded", msg: err.Error()}
 		}
