@@ -127,7 +127,7 @@ type plan struct {
 	fresh bool    // b is not in ss.branches yet
 	hist  []histMsg
 	drift *driftRecord
-	// appended counts the prompt tokens appended to an existing branch (rolled back on failure).
+	// appended: prompt tokens were appended to an existing branch (dropped again if the call fails).
 	appended bool
 }
 
