@@ -23,7 +23,7 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | trajectory stream >= 5,000 trajectories/s of 4k tokens | **met on a quiet box**: 7,483-7,840/s with fsync, 11,038-11,499/s without (~1,460/s when the box was oversubscribed at load 17-20) | stream |
 
 HDR
-  for f in agent-loop side-by-side stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache tito-tokenizer tito-template python-tool durability soak test-stress; do
+  for f in agent-loop side-by-side stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache tito-tokenizer tito-template python-tool durability soak test-stress frontdoor outbound bounds; do
     [[ -f "results/$f.md" ]] || continue
     echo
     echo "---"

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/mcptool"
 	"github.com/agentrt/agentrt/runtime/outbound"
 	"github.com/agentrt/agentrt/runtime/plugin/command"
@@ -24,6 +25,8 @@ type Config struct {
 	Emulator EmulatorConfig `toml:"emulator"`
 	Plugins  PluginsConfig  `toml:"plugins"`
 	Agents   []AgentConfig  `toml:"agent"`
+	// Frontdoor configures the OpenAI-compatible endpoints of `agentrt serve` (docs/frontdoor.md).
+	Frontdoor frontdoor.Config `toml:"frontdoor"`
 }
 
 // ServerConfig configures `agentrt serve`.
@@ -220,9 +223,10 @@ func DefaultConfig() Config {
 			Concurrency:            256,
 			WeightVersionWarnAfter: Duration{30 * time.Minute},
 		},
-		SGLang:   defaultSGLang(),
-		Emulator: EmulatorConfig{Config: emulator.DefaultConfig()},
-		Plugins:  PluginsConfig{CacheDir: "~/.cache/agentrt/wazero"},
+		SGLang:    defaultSGLang(),
+		Emulator:  EmulatorConfig{Config: emulator.DefaultConfig()},
+		Plugins:   PluginsConfig{CacheDir: "~/.cache/agentrt/wazero"},
+		Frontdoor: frontdoor.DefaultConfig(),
 	}
 }
 
@@ -287,6 +291,14 @@ func (c *Config) Validate() error {
 	}
 	if len(c.Agents) == 0 {
 		return &FieldError{"agent", "no [[agent]] defined"}
+	}
+	if c.Frontdoor.Enabled {
+		if key, err := c.Frontdoor.Validate(); err != nil {
+			return &FieldError{"frontdoor." + key, err.Error()}
+		}
+		if _, err := c.Agent(c.Frontdoor.Agent); err != nil {
+			return &FieldError{"frontdoor.agent", err.Error()}
+		}
 	}
 	names := map[string]bool{}
 	for i := range c.Agents {

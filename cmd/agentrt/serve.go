@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/metrics"
 	"github.com/agentrt/agentrt/runtime/stream"
 )
@@ -25,6 +26,9 @@ Runs the rollout service that trainers drive: HTTP on server.addr with
   /healthz    200 while the process serves
   /readyz     200 when SGLang answers /health and the plugins are loaded
   /metrics    Prometheus metrics
+  /s/SESSION/v1/chat/completions, /s/SESSION/v1/responses, /s/SESSION/v1/messages, /s/SESSION/end
+              with [frontdoor] enabled: the OpenAI/Anthropic-compatible front door; each session's
+              trajectories go to frontdoor.consumer's stream (docs/frontdoor.md)
 Accepted requests and finished trajectories are kept on disk (server.spool_dir) until a trainer acks them;
 a restart on the same spool (even after kill -9) resumes every request that had not ended. SIGINT/SIGTERM
 stop accepting work, let running episodes finish for server.shutdown_grace, then interrupt the rest (they
@@ -145,6 +149,16 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	}
 
 	mux := http.NewServeMux()
+	var fd *frontdoor.Server
+	if cfg.Frontdoor.Enabled {
+		if fd, err = startFrontdoor(cfg, sys, strm, m, log); err != nil {
+			fmt.Fprintf(io.err, "agentrt serve: %s: frontdoor: %v\n", cfgPath, err)
+			return exitStartup
+		}
+		for _, p := range frontdoor.Paths {
+			mux.Handle(p, fd.Handler())
+		}
+	}
 	mux.Handle("/v1/stream", strm)
 	mux.Handle("GET /metrics", m.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
@@ -185,6 +199,13 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownGrace.Duration)
 	defer cancel()
 	code := exitOK
+	if fd != nil {
+		// Open sessions end now: their trajectories are spooled before the spool closes.
+		if err := fd.Close(sctx); err != nil {
+			log.Error("agentrt serve: frontdoor shutdown", "err", err)
+			code = exitFailure
+		}
+	}
 	if err := strm.Shutdown(sctx); err != nil {
 		log.Error("agentrt serve: stream shutdown", "err", err)
 		code = exitFailure
@@ -193,6 +214,33 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	defer hcancel()
 	hs.Shutdown(hctx)
 	return code
+}
+
+// startFrontdoor serves the configured agent behind the OpenAI-compatible endpoints; session trajectories go to
+// the stream's spool for frontdoor.consumer, under request id "frontdoor/SESSION".
+func startFrontdoor(cfg *runtime.Config, sys *system, strm *stream.Server, m *metrics.Metrics, log *slog.Logger) (*frontdoor.Server, error) {
+	a, err := sys.Agent(cfg.Frontdoor.Agent)
+	if err != nil {
+		return nil, err
+	}
+	model, err := a.FrontdoorModel()
+	if err != nil {
+		return nil, err
+	}
+	consumer := cfg.Frontdoor.Consumer
+	sink := func(ctx context.Context, e frontdoor.Emitted) error {
+		m.EpisodeFinished(e.Traj)
+		return strm.Emit(ctx, consumer, "frontdoor/"+e.Session, stream.Finished{ItemID: e.Session, SampleIndex: e.Index,
+			GroupID: e.GroupID, TrajectoryID: e.TrajectoryID, Trajectory: e.Trajectory})
+	}
+	fcfg := cfg.Frontdoor
+	fcfg.Token = cfg.Server.Token // the same key as the stream's: callers send it as their API key
+	fd, err := frontdoor.New(fcfg, model, sink, log)
+	if err != nil {
+		return nil, err
+	}
+	fd.OnDrift = m.HistoryDrift
+	return fd, nil
 }
 
 // loopback reports whether addr listens on a loopback address only.

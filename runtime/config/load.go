@@ -12,6 +12,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/sglang"
 )
 
@@ -44,6 +45,8 @@ type shadow struct {
 	Emulator runtime.EmulatorConfig `toml:"emulator"`
 	Plugins  runtime.PluginsConfig  `toml:"plugins"`
 	Agents   []toml.Primitive       `toml:"agent"`
+	// Frontdoor is runtime.Config's [frontdoor].
+	Frontdoor frontdoor.Config `toml:"frontdoor"`
 }
 
 // Load reads and validates the config file at path. Relative paths inside it are resolved against the file's
@@ -70,12 +73,12 @@ func Parse(path, src string) (cfg *runtime.Config, err error) {
 
 func parse(path, src string) (*runtime.Config, error) {
 	def := runtime.DefaultConfig()
-	sh := shadow{Server: def.Server, SGLang: def.SGLang, Emulator: def.Emulator, Plugins: def.Plugins}
+	sh := shadow{Server: def.Server, SGLang: def.SGLang, Emulator: def.Emulator, Plugins: def.Plugins, Frontdoor: def.Frontdoor}
 	md, err := toml.Decode(src, &sh)
 	if err != nil {
 		return nil, decodeError(path, src, err)
 	}
-	cfg := runtime.Config{Server: sh.Server, SGLang: sh.SGLang, Emulator: sh.Emulator, Plugins: sh.Plugins}
+	cfg := runtime.Config{Server: sh.Server, SGLang: sh.SGLang, Emulator: sh.Emulator, Plugins: sh.Plugins, Frontdoor: sh.Frontdoor}
 	for _, p := range sh.Agents {
 		a := runtime.DefaultAgent()
 		if err := md.PrimitiveDecode(p, &a); err != nil {

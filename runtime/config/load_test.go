@@ -94,6 +94,9 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"http bad host", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"ftp://x\"] }", 1), 18, "agent.tools.http", "scheme must be http or https"},
 		{"http typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"x.com\"], methds = [\"GET\"] }", 1), 18, "agent.tools.http.methds", `did you mean "agent.tools.http.methods"`},
 		{"unknown family", strings.Replace(good, `tool_timeout = "5s"`, `family = "qwen9"`, 1), 10, "agent.family", `unknown model family "qwen9" (known: qwen3, `},
+		{"bad drift policy", good + "\n[frontdoor]\nenabled = true\ndrift = \"sideways\"\n", strings.Count(good, "\n") + 4, "frontdoor.drift", "want fork, realign or reject"},
+		{"frontdoor agent unknown", good + "\n[frontdoor]\nenabled = true\nagent = \"nobody\"\n", strings.Count(good, "\n") + 4, "frontdoor.agent", `no agent "nobody"`},
+		{"frontdoor typo", good + "\n[frontdoor]\nidle_timout = \"1m\"\n", strings.Count(good, "\n") + 3, "frontdoor.idle_timout", `did you mean "frontdoor.idle_timeout"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -164,5 +167,20 @@ choice = ["a", "b"]`, 1)
 	var e *Error
 	if !errors.As(err, &e) || e.Key != "agent.sampling.n" || e.Line != 15 || !strings.Contains(e.Msg, `item's "n"`) {
 		t.Errorf("n = 8: %v", err)
+	}
+}
+
+// The front door's example config loads as documented.
+func TestFrontdoorExampleLoads(t *testing.T) {
+	cfg, err := Load("../../examples/frontdoor/runtime.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := cfg.Frontdoor
+	if !fd.Enabled || fd.Agent != "qwen3" || fd.Consumer != "trainer" || fd.Drift != "fork" || fd.IdleTimeout.Minutes() != 10 || fd.MaxSessions != 10000 {
+		t.Fatalf("frontdoor = %+v", fd)
+	}
+	if a, err := cfg.Agent(fd.Agent); err != nil || len(a.Tools) != 0 {
+		t.Fatalf("agent %+v, %v", a, err)
 	}
 }

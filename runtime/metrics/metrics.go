@@ -42,6 +42,7 @@ type Metrics struct {
 	queued       prometheus.Gauge
 	reward       prometheus.Histogram
 	pluginCalls  *prometheus.HistogramVec
+	historyDrift *prometheus.CounterVec
 }
 
 var _ runtime.Observer = (*Metrics)(nil)
@@ -68,7 +69,9 @@ func New(g Gauges) *Metrics {
 	m.pluginCalls = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agentrt_plugin_call_seconds",
 		Help:    "Wasm plugin call latency (parser, tool, hook) as the runtime saw it.",
 		Buckets: prometheus.ExponentialBuckets(5e-6, 3, 14)}, []string{"kind", "plugin"})
-	for _, c := range []prometheus.Collector{m.pluginCalls, m.episodes, m.turns, m.tokensIn, m.tokensOut, m.cachedTokens, m.promptTokens,
+	m.historyDrift = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agentrt_frontdoor_history_drift_total",
+		Help: "Front-door calls whose messages did not extend their session's history, by drift policy and reason."}, []string{"policy", "reason"})
+	for _, c := range []prometheus.Collector{m.historyDrift, m.pluginCalls, m.episodes, m.turns, m.tokensIn, m.tokensOut, m.cachedTokens, m.promptTokens,
 		m.toolCalls, m.parseErrors, m.drift, m.latency, m.queued, m.reward} {
 		f(c)
 	}
@@ -97,6 +100,11 @@ func (m *Metrics) Handler() http.Handler { return promhttp.HandlerFor(m.reg, pro
 // PluginCall records one plugin call (runtime.BuildEnv.PluginCall).
 func (m *Metrics) PluginCall(kind, plugin string, d time.Duration) {
 	m.pluginCalls.WithLabelValues(kind, plugin).Observe(d.Seconds())
+}
+
+// HistoryDrift counts one front-door call that edited its session's history (frontdoor.Server.OnDrift).
+func (m *Metrics) HistoryDrift(policy, reason string) {
+	m.historyDrift.WithLabelValues(policy, reason).Inc()
 }
 
 // EpisodeQueued implements runtime.Observer.

@@ -680,40 +680,57 @@ func (e *emitter) Finish(ctx context.Context, f Finished) error {
 	if e.r.interrupted.Load() && !e.r.cancelled.Load() {
 		return ErrInterrupted // its sample runs again after a restart
 	}
+	dup, err := e.s.putTrajectory(ctx, e.r.Consumer, e.r.ID, f, journalRef{request: e.r.ID, item: f.ItemID, sample: f.SampleIndex})
+	if err == nil && !dup {
+		e.r.emitted.Add(1)
+	}
+	return err
+}
+
+// Emit spools a trajectory that belongs to no submitted request (a front-door session's) for consumer, with
+// requestID in its frame, exactly as a request's trajectories are spooled and delivered (acks, redelivery,
+// restarts). It blocks while the spool is full; a trajectory id already spooled is not spooled again.
+func (s *Server) Emit(ctx context.Context, consumer, requestID string, f Finished) error {
+	if consumer == "" || requestID == "" || f.TrajectoryID == "" {
+		return errors.New("stream: emit needs a consumer, a request id and a trajectory id")
+	}
+	_, err := s.putTrajectory(ctx, consumer, requestID, f, journalRef{})
+	return err
+}
+
+func (s *Server) putTrajectory(ctx context.Context, consumer, requestID string, f Finished, jr journalRef) (dup bool, err error) {
 	t := bytes.TrimSpace(f.Trajectory)
 	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
-		return ErrInvalidTrajectory
+		return false, ErrInvalidTrajectory
 	}
 	if f.GroupID == "" {
-		f.GroupID = e.r.ID + "/" + f.ItemID
+		f.GroupID = requestID + "/" + f.ItemID
 	}
 	if f.TrajectoryID == "" {
-		f.TrajectoryID = e.r.ID + "/" + f.ItemID + "/" + strconv.Itoa(f.SampleIndex)
+		f.TrajectoryID = requestID + "/" + f.ItemID + "/" + strconv.Itoa(f.SampleIndex)
 	}
-	h := tailOf(trajectoryHeader{Type: TypeTrajectory, RequestID: e.r.ID, ItemID: f.ItemID, SampleIndex: f.SampleIndex,
+	h := tailOf(trajectoryHeader{Type: TypeTrajectory, RequestID: requestID, ItemID: f.ItemID, SampleIndex: f.SampleIndex,
 		GroupID: f.GroupID, TrajectoryID: f.TrajectoryID}, trajectoryPrefix)
 	if len(f.TrajectoryID) > maxIDLen {
-		return fmt.Errorf("stream: trajectory id longer than %d bytes", maxIDLen)
+		return false, fmt.Errorf("stream: trajectory id longer than %d bytes", maxIDLen)
 	}
 	val := recordValue(kindTrajectory, f.TrajectoryID, len(h)+len(`,"trajectory":`)+len(t))
 	val = append(val, h[:len(h)-1]...) // drop the closing brace
 	val = append(val, `,"trajectory":`...)
 	val = append(val, t...)
 	val = append(val, '}')
-	pctx, cancel := e.s.withHardStop(ctx)
+	pctx, cancel := s.withHardStop(ctx)
 	defer cancel()
-	_, dup, err := e.s.spool.putValue(pctx, e.r.Consumer, f.TrajectoryID, val,
-		journalRef{request: e.r.ID, item: f.ItemID, sample: f.SampleIndex})
+	_, dup, err = s.spool.putValue(pctx, consumer, f.TrajectoryID, val, jr)
 	if err != nil {
-		return fmt.Errorf("stream: spool trajectory %s: %w", f.TrajectoryID, err)
+		return false, fmt.Errorf("stream: spool trajectory %s: %w", f.TrajectoryID, err)
 	}
 	if dup {
-		e.s.duplicates.Add(1)
-		return nil
+		s.duplicates.Add(1)
+		return true, nil
 	}
-	e.s.spooled.Add(1)
-	e.r.emitted.Add(1)
-	return nil
+	s.spooled.Add(1)
+	return false, nil
 }
 
 func (e *emitter) Turn(ev TurnEvent) {

@@ -1,0 +1,768 @@
+package frontdoor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// session is one rollout: the calls of one caller, matched against its trajectory. Its calls run one at a time.
+type session struct {
+	s       *Server
+	id      string
+	oneCall bool
+
+	mu       sync.Mutex
+	ended    bool
+	branches []*branch // every trajectory of the session; the last one is current
+	tools    []json.RawMessage
+	toolsKey string
+	drift    map[string]int // policy + "." + reason -> count
+	dropped  int            // calls whose history dropped the reasoning of a reply (kept as generated)
+	idle     *time.Timer
+	calls    int
+	apis     []string  // the APIs the session's calls came through
+	last     time.Time // when the last call ended (or the session began)
+	lastRID  string    // the request id of the last reply (its response ids are made from it)
+}
+
+// idleEnd ends the session when its idle timer fires, unless a call ran meanwhile (the timer fired while the
+// call held the session): then it waits for another idle period.
+func (ss *session) idleEnd() {
+	ss.mu.Lock()
+	idle := ss.s.cfg.IdleTimeout.Duration
+	if wait := idle - time.Since(ss.last); wait > 0 && !ss.ended {
+		ss.idle.Reset(wait)
+		ss.mu.Unlock()
+		return
+	}
+	defer ss.mu.Unlock()
+	ss.endLocked(context.Background(), ReasonIdle, nil)
+}
+
+// branch is one trajectory of a session: its tokens and the conversation they hold, message by message.
+type branch struct {
+	index int
+	traj  *tito.Trajectory
+	// hist holds what the template rendered (render) and what the caller must send back to extend it (view).
+	hist []histMsg
+	// lastStop is the stop id that ended the last reply (-1: none).
+	lastStop  int32
+	lastFinal string // finish reason of the last reply
+	status    string
+	reason    string
+	parseErrs map[string]int
+	realigns  []driftRecord
+	forkOf    *driftRecord // how this branch began, when it forked from another
+}
+
+type histMsg struct {
+	render tito.Message
+	view   tito.Message
+}
+
+// driftRecord says where a call left the session's history and what the policy did.
+type driftRecord struct {
+	Policy string `json:"policy"`
+	Reason string `json:"reason"`
+	// Message is the index of the first message that differs (== the history's length when messages were removed).
+	Message int `json:"message"`
+	// Token is where the new tokens begin: the end of the common token prefix.
+	Token int `json:"token"`
+	// Dropped counts the trajectory's tokens after Token that the new conversation replaced (realign).
+	Dropped int `json:"dropped_tokens,omitempty"`
+	// From names the branch this one forked from (fork).
+	From string `json:"from,omitempty"`
+}
+
+func newSession(s *Server, id string, oneCall bool) *session {
+	// The idle timer starts when the first call ends (a session is opened by its first call).
+	return &session{s: s, id: id, oneCall: oneCall, drift: map[string]int{}}
+}
+
+func (ss *session) trajectoryID(b *branch) string {
+	return fmt.Sprintf("frontdoor/%s/%d", ss.id, b.index)
+}
+
+func (ss *session) current() *branch {
+	if len(ss.branches) == 0 {
+		return nil
+	}
+	return ss.branches[len(ss.branches)-1]
+}
+
+// callResult is one reply, for the API shapes.
+type callResult struct {
+	session, trajectoryID, rid string
+	turn                       int
+	created                    int64
+	content, reasoning         string
+	calls                      []tito.ToolCall
+	finish                     string
+	promptTokens               int
+	completionTokens           int
+	cachedTokens               int
+	parseErrors                []abi.ParseError
+	drift                      *driftRecord
+}
+
+// plan is how a call's tokens are built before generation; nothing in the session changes until it succeeds.
+type plan struct {
+	b     *branch // the branch the reply goes to (a new one for fork and realign)
+	fresh bool    // b is not in ss.branches yet
+	hist  []histMsg
+	drift *driftRecord
+	// appended: prompt tokens were appended to an existing branch (dropped again if the call fails).
+	appended bool
+}
+
+func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (*callResult, *apiError) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.ended {
+		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "session_not_found",
+			msg: fmt.Sprintf("session %q has ended", ss.id)}
+	}
+	if !ss.oneCall {
+		if ss.idle != nil {
+			ss.idle.Stop()
+		}
+		defer func() {
+			ss.last = time.Now()
+			if ss.idle == nil {
+				ss.idle = time.AfterFunc(ss.s.cfg.IdleTimeout.Duration, ss.idleEnd)
+			} else {
+				ss.idle.Reset(ss.s.cfg.IdleTimeout.Duration)
+			}
+		}()
+	}
+	ss.calls++
+	start := time.Now()
+	if !slices.Contains(ss.apis, api) {
+		ss.apis = append(ss.apis, api)
+	}
+	p, aerr := ss.plan(msgs, tools)
+	if aerr != nil {
+		return nil, aerr
+	}
+	res, aerr := ss.generate(ctx, req, p, start)
+	if aerr != nil {
+		if p.appended {
+			p.b.traj.DropPending()
+		}
+		return nil, aerr
+	}
+	// Commit.
+	if p.fresh {
+		if p.drift != nil && p.drift.Policy == DriftRealign {
+			old := ss.current()
+			p.b.index, p.b.forkOf = old.index, old.forkOf
+			p.b.realigns = append(slices.Clone(old.realigns), *p.drift)
+			p.b.parseErrs = mergeCounts(old.parseErrs, p.b.parseErrs)
+			ss.branches[len(ss.branches)-1] = p.b
+		} else {
+			if old := ss.current(); old != nil {
+				old.status, old.reason = statusOf(old.lastFinal), ReasonForked
+			}
+			p.b.index = len(ss.branches)
+			ss.branches = append(ss.branches, p.b)
+		}
+		res.trajectoryID = ss.trajectoryID(p.b)
+	}
+	if p.drift != nil {
+		ss.drift[p.drift.Policy+"."+p.drift.Reason]++
+		ss.s.drifted(p.drift.Policy, p.drift.Reason)
+	}
+	ss.tools, ss.toolsKey = tools, toolsKey(tools)
+	ss.lastRID = res.rid
+	return res, nil
+}
+
+func mergeCounts(a, b map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range a {
+		out[k] += v
+	}
+	for k, v := range b {
+		out[k] += v
+	}
+	return out
+}
+
+func toolsKey(tools []json.RawMessage) string {
+	var b bytes.Buffer
+	for _, t := range tools {
+		json.Compact(&b, t)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func (ss *session) renderOptions(tools []json.RawMessage) tito.RenderOptions {
+	return tito.RenderOptions{AddGenerationPrompt: true, Tools: tools, Kwargs: ss.s.m.Kwargs}
+}
+
+// plan matches the call's messages against the current branch: a first call renders them in full; a call that
+// extends the history renders only the new messages as a delta; anything else is drift, handled by the policy.
+func (ss *session) plan(msgs []tito.Message, tools []json.RawMessage) (*plan, *apiError) {
+	m := ss.s.m
+	if aerr := checkToolResults(msgs); aerr != nil {
+		return nil, aerr
+	}
+	cur := ss.current()
+	if cur == nil {
+		b, aerr := ss.renderFresh(msgs, tools, nil, nil)
+		if aerr != nil {
+			return nil, aerr
+		}
+		return &plan{b: b, fresh: true, hist: b.hist}, nil
+	}
+	at, reason := ss.match(cur, msgs, tools)
+	if reason == "" {
+		newMsgs := msgs[len(cur.hist):]
+		history := make([]tito.Message, len(cur.hist))
+		for i, h := range cur.hist {
+			history[i] = h.render
+		}
+		text, err := m.Template.RenderDelta(history, newMsgs, ss.renderOptions(tools))
+		if err != nil {
+			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
+				msg: fmt.Sprintf("session %q: rendering messages[%d:] as a delta of the history: %v", ss.id, len(cur.hist), err)}
+		}
+		text = ss.trimGeneratedStop(cur, text)
+		ids := m.Tokenizer.Encode(text, false)
+		if err := cur.traj.AppendPrompt(ids); err != nil {
+			return nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "invariant", msg: err.Error()}
+		}
+		p := &plan{b: cur, appended: true, hist: slices.Clone(cur.hist)}
+		for _, nm := range newMsgs {
+			p.hist = append(p.hist, histMsg{render: nm, view: nm})
+		}
+		return p, nil
+	}
+	d := &driftRecord{Policy: ss.s.cfg.Drift, Reason: reason, Message: at}
+	if d.Policy == DriftReject {
+		ss.drift[DriftReject+"."+reason]++
+		ss.s.drifted(DriftReject, reason)
+		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: fmt.Sprintf("messages[%d]", at), code: "history_drift",
+			msg: fmt.Sprintf("session %q: %s (drift policy reject): send the history as the session's replies left it, or end the session (POST /s/%s/end) and start another",
+				ss.id, describeDrift(reason, at, len(cur.hist)), ss.id)}
+	}
+	b, aerr := ss.renderFresh(msgs, tools, cur, d)
+	if aerr != nil {
+		return nil, aerr
+	}
+	return &plan{b: b, fresh: true, drift: d, hist: b.hist}, nil
+}
+
+func describeDrift(reason string, at, histLen int) string {
+	switch reason {
+	case "tools_changed":
+		return "the tools differ from the session's"
+	case "regenerate":
+		return "the messages repeat the history without the session's last reply (a second sample of the same turn)"
+	case "messages_removed":
+		return fmt.Sprintf("the messages are a prefix of the session's %d-message history", histLen)
+	}
+	return fmt.Sprintf("messages[%d] differs from the session's history (%s)", at, reason)
+}
+
+// renderFresh renders msgs in full into a new branch; with from set (drift), the branch shares from's common
+// token prefix and d records where.
+func (ss *session) renderFresh(msgs []tito.Message, tools []json.RawMessage, from *branch, d *driftRecord) (*branch, *apiError) {
+	m := ss.s.m
+	text, err := m.Template.Render(msgs, ss.renderOptions(tools))
+	if err != nil {
+		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
+			msg: fmt.Sprintf("session %q: rendering the messages with the chat template: %v", ss.id, err)}
+	}
+	ids := m.Tokenizer.Encode(text, false)
+	b := &branch{traj: tito.NewTrajectory(), lastStop: -1, parseErrs: map[string]int{}}
+	for _, msg := range msgs {
+		b.hist = append(b.hist, histMsg{render: msg, view: msg})
+	}
+	if from != nil {
+		p := commonPrefix(from.traj.TokenIDs, ids)
+		if p == len(ids) && p > 0 {
+			p-- // at least one new prompt token, so that the model is asked for a reply after the re-render
+		}
+		f, err := from.traj.Fork(p)
+		if err != nil {
+			return nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "invariant", msg: err.Error()}
+		}
+		b.traj = f
+		d.Token = f.Len()
+		ids = ids[f.Len():]
+		if d.Policy == DriftRealign {
+			d.Dropped = from.traj.Len() - f.Len()
+		} else {
+			d.From = ss.trajectoryID(from)
+			b.forkOf = d
+		}
+	}
+	if err := b.traj.AppendPrompt(ids); err != nil {
+		return nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "invariant", msg: err.Error()}
+	}
+	return b, nil
+}
+
+func commonPrefix(a, b []int32) int {
+	n := min(len(a), len(b))
+	for i := range n {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// match compares the call's messages with the branch's history. It returns the drift reason ("" when the call
+// extends the history) and the index of the first message that differs. A reply sent back without its
+// reasoning matches: history keeps the reasoning as generated (as the model's template would drop it itself).
+func (ss *session) match(b *branch, msgs []tito.Message, tools []json.RawMessage) (int, string) {
+	if toolsKey(tools) != ss.toolsKey {
+		return 0, "tools_changed"
+	}
+	dropped := 0
+	for i, h := range b.hist {
+		if i >= len(msgs) {
+			if i == len(b.hist)-1 && h.view.Role == tito.RoleAssistant && i == len(msgs) {
+				return i, "regenerate"
+			}
+			return len(msgs), "messages_removed"
+		}
+		ok, noReasoning := sameMessage(msgs[i], h.view)
+		if !ok {
+			return i, h.view.Role + "_edited"
+		}
+		if noReasoning {
+			dropped++
+		}
+	}
+	if len(msgs) == len(b.hist) {
+		return len(msgs), "no_new_messages"
+	}
+	if dropped > 0 {
+		ss.dropped++
+	}
+	return -1, ""
+}
+
+// sameMessage reports whether a caller's message is the history's message as the API showed it; noReasoning is
+// set when it matches but leaves out the reasoning.
+func sameMessage(got, want tito.Message) (ok, noReasoning bool) {
+	if got.Role != want.Role || got.Content != want.Content || got.ToolCallID != want.ToolCallID {
+		return false, false
+	}
+	if got.ReasoningContent != want.ReasoningContent {
+		if got.ReasoningContent != "" {
+			return false, false
+		}
+		noReasoning = true
+	}
+	if len(got.ToolCalls) != len(want.ToolCalls) {
+		return false, false
+	}
+	for i := range got.ToolCalls {
+		g, w := got.ToolCalls[i], want.ToolCalls[i]
+		if g.ID != w.ID || g.Function.Name != w.Function.Name || !sameJSON(g.Function.Arguments, w.Function.Arguments) {
+			return false, false
+		}
+	}
+	return true, noReasoning
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return bytes.Equal(a, b)
+	}
+	return reflect.DeepEqual(x, y)
+}
+
+// checkToolResults refuses a tool message whose tool_call_id answers no call of an earlier assistant message.
+func checkToolResults(msgs []tito.Message) *apiError {
+	ids := map[string]bool{}
+	for i, m := range msgs {
+		for _, tc := range m.ToolCalls {
+			ids[tc.ID] = true
+		}
+		if m.Role == tito.RoleTool && m.ToolCallID != "" && !ids[m.ToolCallID] {
+			return invalid(fmt.Sprintf("messages[%d].tool_call_id", i),
+				fmt.Sprintf("messages[%d] answers tool call %q, which no earlier assistant message made", i, m.ToolCallID))
+		}
+	}
+	return nil
+}
+
+// nextMessageStarter is a template whose model stops on the token that begins the next message (GLM).
+type nextMessageStarter interface {
+	StartsNextMessage(stop string) bool
+}
+
+// trimGeneratedStop drops from a delta the stop token that the model generated when the template writes it as
+// the start of the next message: it is in the trajectory already (as the native loop does).
+func (ss *session) trimGeneratedStop(b *branch, delta string) string {
+	ns, ok := ss.s.m.Template.(nextMessageStarter)
+	if !ok || b.lastStop < 0 {
+		return delta
+	}
+	stop := ss.s.m.Tokenizer.Decode([]int32{b.lastStop}, false)
+	if ns.StartsNextMessage(stop) {
+		return strings.TrimPrefix(delta, stop)
+	}
+	return delta
+}
+
+// generate makes the call's /generate request and appends the reply to the plan's branch.
+// callStart is when the call began: the time to here, less waiting on SGLang, is the turn's overhead.
+func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, callStart time.Time) (*callResult, *apiError) {
+	m := ss.s.m
+	b := p.b
+	ids, start := b.traj.NextRequest()
+	room := m.ContextWindow - len(ids)
+	if room <= 0 {
+		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "context_length_exceeded",
+			msg: fmt.Sprintf("session %q: the conversation is %d tokens, the model's context window is %d", ss.id, len(ids), m.ContextWindow)}
+	}
+	sp, aerr := ss.sampling(req, room)
+	if aerr != nil {
+		return nil, aerr
+	}
+	rid := fmt.Sprintf("%s.%d.%d", ss.trajectoryIDFor(p), b.traj.Turns(), ss.calls)
+	greq := &sglang.GenerateRequest{InputIDs: ids, SamplingParams: sp, ReturnLogprob: true, LogprobStartLen: start, RID: rid}
+	t0 := time.Now()
+	resp, err := m.Generator.Generate(ctx, ss.id, greq)
+	lat := time.Since(t0)
+	if err != nil {
+		if ab, ok := m.Generator.(interface {
+			AbortRequest(ctx context.Context, rid string) error
+		}); ok && ctx.Err() != nil {
+			// The caller went away mid-generation: make sure SGLang stops working on it too.
+			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			ab.AbortRequest(actx, rid)
+			cancel()
+		}
+		if errors.Is(err, sglang.ErrContextLength) {
+			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "context_length_exceeded", msg: err.Error()}
+		}
+		return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "upstream_error", msg: fmt.Sprintf("session %q: /generate: %v", ss.id, err)}
+	}
+	fr := resp.MetaInfo.FinishReason
+	if fr != nil && fr.Type == sglang.FinishAbort {
+		return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "aborted", msg: fmt.Sprintf("session %q: SGLang aborted the request: %s", ss.id, fr.Message)}
+	}
+	out := tito.Response{
+		InputIDs: ids, LogprobStartLen: start,
+		InputLogprobs: inputLogprobs(resp.MetaInfo.InputTokenLogprobs),
+		OutputIDs:     resp.OutputIDs, OutputLogprobs: outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
+		Turn: tito.TurnInfo{Server: resp.Server, RID: resp.MetaInfo.ID, WeightVersion: resp.MetaInfo.WeightVersion,
+			CachedTokens: resp.MetaInfo.CachedTokens, PromptTokens: resp.MetaInfo.PromptTokens, FinishReason: finishString(fr),
+			LatencyMS: float64(lat.Microseconds()) / 1000, OverheadMS: float64((t0.Sub(callStart) + resp.ClientTime).Microseconds()) / 1000},
+	}
+	for _, w := range resp.MetaInfo.WeightVersions {
+		out.Turn.WeightVersions = append(out.Turn.WeightVersions, tito.WeightSpan{Version: w.Version, Start: w.Start, End: w.End})
+	}
+	if err := b.traj.AppendResponse(out); err != nil {
+		return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "invariant", msg: fmt.Sprintf("session %q: %v", ss.id, err)}
+	}
+	// From here the reply is in the trajectory: a parser failure still answers (with the raw text as content).
+	outIDs := resp.OutputIDs
+	b.lastStop = -1
+	if n := len(outIDs); n > 0 && slices.Contains(m.StopIDs, outIDs[n-1]) {
+		b.lastStop = outIDs[n-1]
+		outIDs = outIDs[:n-1]
+	}
+	text := m.Tokenizer.Decode(outIDs, false)
+	res := &callResult{session: ss.id, trajectoryID: ss.trajectoryIDFor(p), rid: rid, turn: b.traj.Turns() - 1, created: time.Now().Unix(),
+		finish: "stop", promptTokens: len(ids), completionTokens: len(resp.OutputIDs), cachedTokens: resp.MetaInfo.CachedTokens, drift: p.drift}
+	if fr != nil && fr.Type == sglang.FinishLength {
+		res.finish = "length"
+	}
+	b.lastFinal = res.finish
+	render := tito.Message{Role: tito.RoleAssistant, Content: text}
+	normal := text
+	parsed, perr := m.Parser.Parse(ctx, text)
+	if perr != nil {
+		b.parseErrs["parser_failure"]++
+		ss.s.log.Warn("frontdoor: parser failed; the reply goes back as text", "session", ss.id, "err", perr)
+	} else {
+		normal = parsed.NormalText
+		for i, pc := range parsed.Calls {
+			id := pc.ID
+			if id == "" {
+				id = fmt.Sprintf("call_%s_%d_%d", shortID(ss.id), ss.calls, i)
+			}
+			tc := tito.ToolCall{ID: id, Type: "function", Function: tito.FunctionCall{Name: pc.Name, Arguments: json.RawMessage(pc.Arguments)}}
+			render.ToolCalls = append(render.ToolCalls, tc)
+		}
+		for _, pe := range parsed.Errors {
+			b.parseErrs[pe.Reason]++
+		}
+		res.parseErrors = parsed.Errors
+	}
+	res.reasoning, res.content = splitReasoning(m.Reasoning, normal)
+	res.calls = render.ToolCalls
+	view := tito.Message{Role: tito.RoleAssistant, Content: res.content, ReasoningContent: res.reasoning, ToolCalls: render.ToolCalls}
+	p.hist = append(p.hist, histMsg{render: render, view: view})
+	b.hist = p.hist
+	return res, nil
+}
+
+func (ss *session) trajectoryIDFor(p *plan) string {
+	if !p.fresh {
+		return ss.trajectoryID(p.b)
+	}
+	if p.drift != nil && p.drift.Policy == DriftRealign {
+		return ss.trajectoryID(ss.current())
+	}
+	return fmt.Sprintf("frontdoor/%s/%d", ss.id, len(ss.branches))
+}
+
+func shortID(id string) string {
+	if len(id) > 12 {
+		return id[len(id)-12:]
+	}
+	return id
+}
+
+// splitReasoning separates a reply's reasoning block from its content, by the family's markup.
+func splitReasoning(r family.Reasoning, text string) (reasoning, content string) {
+	open, closeTag := "", ""
+	switch r {
+	case family.ReasoningThink:
+		open, closeTag = "<think>", "</think>"
+	case family.ReasoningSeedThink:
+		open, closeTag = "<seed:think>", "</seed:think>"
+	default:
+		return "", text
+	}
+	i := strings.Index(text, closeTag)
+	if i < 0 {
+		if j := strings.Index(text, open); j >= 0 { // reasoning cut short (length): all of it is reasoning
+			return strings.TrimSpace(text[j+len(open):]), strings.TrimSpace(text[:j])
+		}
+		return "", strings.TrimSpace(text)
+	}
+	before := text[:i]
+	if j := strings.Index(before, open); j >= 0 {
+		before = before[j+len(open):]
+	}
+	return strings.TrimSpace(before), strings.TrimSpace(text[i+len(closeTag):])
+}
+
+// sampling builds the request's sampling params: the agent's defaults, the call's overrides, the limits.
+func (ss *session) sampling(req *chatRequest, room int) (sglang.SamplingParams, *apiError) {
+	m := ss.s.m
+	sp := m.Defaults
+	sp.StopTokenIDs = m.ExtraStopIDs
+	limit := ss.s.cfg.MaxNewTokens
+	if limit == 0 {
+		limit = m.Defaults.MaxNewTokens
+	}
+	want := m.Defaults.MaxNewTokens
+	if req.MaxCompletionTokens != nil {
+		want = *req.MaxCompletionTokens
+	} else if req.MaxTokens != nil {
+		want = *req.MaxTokens
+	}
+	if want > limit {
+		return sp, invalid("max_tokens", fmt.Sprintf("max_tokens %d is more than this server allows (%d, frontdoor.max_new_tokens)", want, limit))
+	}
+	sp.MaxNewTokens = min(want, room)
+	set := func(dst **float64, v *float64) {
+		if v != nil {
+			*dst = v
+		}
+	}
+	set(&sp.Temperature, req.Temperature)
+	set(&sp.TopP, req.TopP)
+	set(&sp.MinP, req.MinP)
+	set(&sp.PresencePenalty, req.PresencePenalty)
+	set(&sp.FrequencyPenalty, req.FrequencyPenalty)
+	set(&sp.RepetitionPenalty, req.RepetitionPenalty)
+	if req.TopK != nil {
+		sp.TopK = req.TopK
+	}
+	if req.Seed != nil {
+		sp.SamplingSeed = req.Seed
+	}
+	if t := bytes.TrimSpace(req.Stop); len(t) > 0 && string(t) != "null" {
+		var one string
+		var many []string
+		if json.Unmarshal(t, &one) == nil {
+			sp.Stop = []string{one}
+		} else if json.Unmarshal(t, &many) == nil {
+			sp.Stop = many
+		} else {
+			return sp, invalid("stop", "stop must be a string or a list of strings")
+		}
+	}
+	return sp, nil
+}
+
+// end ends the session once: every branch with a reply is finished and handed to the sink. reason is the status
+// reason of the current branch ("" for an explicit end); body, if set, carries the caller's reward and label.
+func (ss *session) end(ctx context.Context, reason string, body *endBody) ([]string, error) {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	return ss.endLocked(ctx, reason, body)
+}
+
+func (ss *session) endLocked(ctx context.Context, reason string, body *endBody) ([]string, error) {
+	if ss.ended {
+		return nil, nil
+	}
+	ss.ended = true
+	if ss.idle != nil {
+		ss.idle.Stop()
+	}
+	defer ss.s.forget(ss.id)
+	var ids []string
+	var errs []error
+	for _, b := range ss.branches {
+		if b.traj.Turns() == 0 {
+			continue
+		}
+		if b.status == "" {
+			b.status, b.reason = statusOf(b.lastFinal), reason
+			if b.reason == "" && b.lastFinal == "length" {
+				b.reason = "length"
+			}
+		}
+		t := ss.finish(b, body)
+		raw, err := t.AppendJSON(nil)
+		if err == nil {
+			err = ss.s.sink(context.WithoutCancel(ctx), Emitted{Session: ss.id, TrajectoryID: t.ID, GroupID: t.GroupID, Index: b.index, Trajectory: raw, Traj: t})
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("trajectory %s: %w", t.ID, err))
+			ss.s.log.Error("frontdoor: could not emit a trajectory", "session", ss.id, "trajectory", t.ID, "err", err)
+			continue
+		}
+		ids = append(ids, t.ID)
+	}
+	return ids, errors.Join(errs...)
+}
+
+// finish fills a branch's trajectory as the native loop fills an episode's: ids, status, messages, metrics,
+// warnings, the drift audit and provenance.
+func (ss *session) finish(b *branch, body *endBody) *tito.Trajectory {
+	t := b.traj
+	t.DropPending()
+	t.ID, t.ItemID, t.GroupID, t.SampleIndex = ss.trajectoryID(b), ss.id, "frontdoor/"+ss.id, b.index
+	t.Status, t.StatusReason = b.status, b.reason
+	if err := t.Validate(); err != nil {
+		t.Status, t.StatusReason, t.Error = "failed", "invariant", err.Error()
+	}
+	msgs := make([]tito.Message, len(b.hist))
+	for i, h := range b.hist {
+		msgs[i] = h.render
+	}
+	t.Messages, _ = json.Marshal(msgs)
+	if body != nil {
+		t.Reward, t.Label, t.Metadata = body.Reward, body.Label, body.Metadata
+		if body.GroupID != "" {
+			t.GroupID = body.GroupID
+		}
+	}
+	if t.Reward == nil && ss.s.m.Reward != nil {
+		r, metrics, err := ss.s.m.Reward(context.Background(), msgs, t.Status, t.StatusReason, t.Label, t.Metadata)
+		if err != nil {
+			t.Warnings = append(t.Warnings, fmt.Sprintf("reward: %v", err))
+		} else {
+			t.Reward = r
+			for k, v := range metrics {
+				t.SetMetric(k, v)
+			}
+		}
+	}
+	for reason, n := range b.parseErrs {
+		t.SetMetric("parse_errors."+reason, float64(n))
+	}
+	for k, n := range ss.drift {
+		t.SetMetric("drift."+k, float64(n))
+	}
+	if ss.dropped > 0 {
+		t.SetMetric("reasoning_dropped_calls", float64(ss.dropped))
+	}
+	t.SetMetric("turns", float64(t.Turns()))
+	var warns []string
+	for _, r := range b.realigns {
+		warns = append(warns, fmt.Sprintf("realigned at token %d (messages[%d], %s): %d tokens after it were replaced by the re-rendered conversation",
+			r.Token, r.Message, r.Reason, r.Dropped))
+	}
+	if b.forkOf != nil {
+		warns = append(warns, fmt.Sprintf("forked from %s at token %d (messages[%d], %s)", b.forkOf.From, b.forkOf.Token, b.forkOf.Message, b.forkOf.Reason))
+	}
+	sort.Strings(warns)
+	t.Warnings = append(t.Warnings, warns...)
+	t.Audit(ss.s.m.Tokenizer)
+	for k, v := range ss.s.m.Provenance {
+		t.SetProvenance(k, v)
+	}
+	fd := map[string]any{"session": ss.id, "apis": ss.apis, "drift_policy": ss.s.cfg.Drift}
+	if len(b.realigns) > 0 {
+		fd["realigns"] = b.realigns
+	}
+	if b.forkOf != nil {
+		fd["forked_from"] = b.forkOf
+	}
+	t.SetProvenance("frontdoor", fd)
+	t.SetProvenance(tito.ProvSamplingParams, ss.s.m.Defaults)
+	return t
+}
+
+func inputLogprobs(es []sglang.LogprobEntry) []*float64 {
+	out := make([]*float64, len(es))
+	for i := range es {
+		if !es[i].Null {
+			v := es[i].Logprob
+			out[i] = &v
+		}
+	}
+	return out
+}
+
+// outputLogprobs takes output_token_logprobs[i][0] bit for bit; a null becomes NaN, which the trajectory refuses.
+func outputLogprobs(es []sglang.LogprobEntry) []float64 {
+	out := make([]float64, len(es))
+	for i := range es {
+		if es[i].Null {
+			out[i] = math.NaN()
+		} else {
+			out[i] = es[i].Logprob
+		}
+	}
+	return out
+}
+
+func finishString(fr *sglang.FinishReason) string {
+	if fr == nil {
+		return ""
+	}
+	return fr.Type
+}
+
+// statusOf is a branch's status from its last reply's finish reason: a reply cut by max_tokens is truncated.
+func statusOf(finish string) string {
+	if finish == "length" {
+		return "truncated"
+	}
+	return "completed"
+}
