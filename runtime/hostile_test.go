@@ -190,6 +190,7 @@ func TestHostilePlugins(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			before := liveOf(filepath.Base(tc.plugin))
 			call := tc.call
 			if call == "" {
 				call = "calculator"
@@ -204,6 +205,13 @@ func TestHostilePlugins(t *testing.T) {
 			}
 			tr := agent.Run(context.Background(), runtime.Episode{ID: call + "/" + tc.name, Messages: []tito.Message{{Role: "user", Content: "2+3?"}}})
 			wg.Wait()
+			// Memory returns to its bound: an instance that grew to the limit was closed, not pooled; what the
+			// module holds now is no more per instance than at load.
+			if after := liveOf(filepath.Base(tc.plugin)); before.Instances > 0 && after.Instances > 0 &&
+				after.MemoryBytes/uint64(after.Instances) > before.MemoryBytes/uint64(before.Instances) {
+				t.Errorf("%s holds %d bytes in %d instances after the episode, %d in %d at load", filepath.Base(tc.plugin),
+					after.MemoryBytes, after.Instances, before.MemoryBytes, before.Instances)
+			}
 			for i, b := range by {
 				if b.Status != runtime.StatusCompleted || b.Metrics["tool_calls.ok"] != 1 {
 					t.Errorf("bystander %d: %s/%s (%s), metrics %v; want completed with one ok tool call", i, b.Status, b.StatusReason, b.Error, b.Metrics)
@@ -242,6 +250,18 @@ func TestHostilePlugins(t *testing.T) {
 }
 
 type pluginModule = plugin.Module
+
+// liveOf sums what the test host holds of the modules whose load name contains base.
+func liveOf(base string) plugin.Live {
+	var sum plugin.Live
+	for name, l := range host.Live() {
+		if strings.Contains(name, base) {
+			sum.Instances += l.Instances
+			sum.MemoryBytes += l.MemoryBytes
+		}
+	}
+	return sum
+}
 
 // pluginSpecHermes is the built-in hermes parser, as BuildAgent loads it.
 func pluginSpecHermes() plugin.Spec {

@@ -549,3 +549,25 @@ func checkShape(name string, cm wazero.CompiledModule) error {
 	}
 	return nil
 }
+
+// Live is what a loaded module holds right now: its instances (in the pool or in a call) and their linear memory.
+type Live struct {
+	Instances   int
+	MemoryBytes uint64
+}
+
+// Live reports, per module (by the name it was loaded with), the instances alive on this host and their linear
+// memory. A broken instance (trap, timeout, memory past its limit) is closed when its call ends, and a closed module
+// holds none, so this is how tests see that a hostile plugin's memory went back.
+func (h *Host) Live() map[string]Live {
+	out := map[string]Live{}
+	h.owners.Range(func(k, v any) bool {
+		o := v.(owner)
+		l := out[o.m.label]
+		l.Instances++
+		l.MemoryBytes += uint64(o.in.mem.Size())
+		out[o.m.label] = l
+		return true
+	})
+	return out
+}
