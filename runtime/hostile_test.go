@@ -95,6 +95,8 @@ func TestHostilePlugins(t *testing.T) {
 		{name: "tool Go guest stack overflow", kind: "tool", plugin: probe, call: "stackoverflow", want: want{runtime.StatusCompleted, "", "trapped", ""}},
 		{name: "tool file without grant", kind: "tool", plugin: probe, call: `readfile:{"path":"/etc/passwd"}`, want: want{runtime.StatusCompleted, "", "Error", "root:"}},
 		{name: "tool env without grant", kind: "tool", plugin: probe, call: "env", want: want{runtime.StatusCompleted, "", "", "PATH="}},
+		// Without the random grant the guest reads wazero's deterministic source: the same bytes on every fresh instance.
+		{name: "tool random without grant", kind: "tool", plugin: probe, call: "random", want: want{runtime.StatusCompleted, "", "dfd79b4d76429b61", ""}},
 		{name: "tool clock without grant", kind: "tool", plugin: probe, call: "now", want: want{runtime.StatusCompleted, "", "16409952", ""}},
 		{name: "tool never returns (clock granted, sleeps)", kind: "tool", plugin: probe, call: "sleep", grants: func(pc *runtime.PluginConfig) { pc.Clock = true },
 			want: want{runtime.StatusCompleted, "", "timed out", ""}},
