@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // familyGolden is one file written by scripts/golden/families_golden.py (transformers' apply_chat_template on the
@@ -16,7 +17,9 @@ type familyGolden struct {
 	Family        string            `json:"family"`
 	SpecialTokens map[string]string `json:"special_tokens"`
 	Stops         []string          `json:"stops"`
-	Cases         []struct {
+	// Now is strftime_now's frozen clock when the goldens were made (a naive local time, as Python's).
+	Now   string `json:"now"`
+	Cases []struct {
 		Kind                string                     `json:"kind"`
 		Name                string                     `json:"name"`
 		Kwargs              map[string]json.RawMessage `json:"kwargs"`
@@ -62,7 +65,12 @@ func familyChatTemplate(t testing.TB, g familyGolden) *ChatTemplate {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tpl, err := NewChatTemplate(string(src), g.SpecialTokens, WithEndOfTurn(g.Stops...), WithName(g.Family))
+	now, err := time.Parse("2006-01-02T15:04:05", g.Now)
+	if err != nil {
+		t.Fatalf("%s: golden clock %q: %v", g.Family, g.Now, err)
+	}
+	tpl, err := NewChatTemplate(string(src), g.SpecialTokens, WithEndOfTurn(g.Stops...), WithName(g.Family),
+		WithClock(func() time.Time { return now }))
 	if err != nil {
 		t.Fatalf("%s: %v", g.Family, err)
 	}

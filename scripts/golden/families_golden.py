@@ -28,6 +28,7 @@ Nothing here is hand-edited; rerun the script to regenerate.
 """
 
 import copy
+import datetime
 import json
 import os
 import sys
@@ -40,6 +41,7 @@ os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 import jinja2  # noqa: E402
 import tokenizers  # noqa: E402
 import transformers  # noqa: E402
+import transformers.utils.chat_template_utils  # noqa: E402
 from tokenizers.models import WordLevel  # noqa: E402
 from transformers import PreTrainedTokenizerFast  # noqa: E402
 
@@ -50,6 +52,19 @@ ROOT = Path(__file__).resolve().parents[2]
 FAMILIES = ROOT / "tito" / "testdata" / "families"
 OUT = FAMILIES / "golden"
 MARK = "\u2063agentrt-delta-probe"
+
+# strftime_now's clock, frozen so that the goldens do not depend on the day they are made (Mistral, Llama 3.2,
+# Granite and gpt-oss print today's date). tito/families_golden_test.go renders with the same date (goldenNow).
+NOW = datetime.datetime(2026, 11, 24, 12, 0, 0)
+
+
+class _FrozenDatetime(datetime.datetime):
+    @classmethod
+    def now(cls, tz=None):
+        return NOW
+
+
+transformers.utils.chat_template_utils.datetime = _FrozenDatetime
 
 # Tools with plain parameter types only (Hermes 3's template recurses forever on a list-valued "type").
 SIMPLE_TOOLS = [
@@ -262,7 +277,7 @@ def main():
                 cases.append(c)
         ok = sum(1 for c in cases if "expected_error" not in c)
         summary.append(f"{family}: {len(cases)} cases, {ok} render, {len(cases) - ok} raise")
-        doc = {"family": family, "special_tokens": special, "stops": meta[family]["stops"], "transformers": transformers.__version__, "jinja2": jinja2.__version__, "cases": cases}
+        doc = {"family": family, "special_tokens": special, "stops": meta[family]["stops"], "transformers": transformers.__version__, "jinja2": jinja2.__version__, "now": NOW.isoformat(), "cases": cases}
         (OUT / f"{family}.json").write_text(json.dumps(doc, ensure_ascii=False, indent=1) + "\n")
     print("\n".join(summary))
 
