@@ -8,13 +8,15 @@ import "strings"
 //	[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]search[ARGS]{}
 //
 // The first (Mistral 7B/Nemo) is one JSON list of call objects; the second (Mistral Small 3.2, Devstral) is one
-// [TOOL_CALLS]NAME[ARGS]{json} per call. Text before and after the calls is normal text. A JSON syntax error
+// [TOOL_CALLS]NAME[ARGS]{json} per call, NAME[CALL_ID]ID[ARGS]{json} where the template writes ids (Small 3.2).
+// An id the model wrote (the list form's "id", or [CALL_ID]) becomes the call's ID, verbatim. Text before and after the calls is normal text. A JSON syntax error
 // ends the calls: there is no way to know where a malformed value ends, so the rest of the text is the error's
 // raw text.
 
 const (
 	mistralToolCalls = "[TOOL_CALLS]"
 	mistralArgs      = "[ARGS]"
+	mistralCallID    = "[CALL_ID]"
 )
 
 func scanMistral(st *state, seg segment) {
@@ -70,7 +72,11 @@ func (st *state) mistralList(lo, j int) (int, bool) {
 			st.fail(ReasonMalformedJSON, sniffName(t[i:]), "malformed JSON in tool call: "+err.Error(), errLo, len(t))
 			return len(t), false
 		}
+		calls := len(st.res.Calls)
 		st.objectCall(i, end)
+		if len(st.res.Calls) > calls {
+			st.adoptID(st.listID())
+		}
 		i = skipSpace(t, end)
 		switch {
 		case i < len(t) && t[i] == ',':
@@ -104,7 +110,10 @@ func (st *state) mistralNamed(lo, j int) (int, bool) {
 		st.fail(ReasonInvalidFormat, "", "[TOOL_CALLS] is followed by neither a JSON list nor NAME[ARGS]", lo, hi)
 		return hi, true
 	}
-	name := strings.TrimSpace(t[j : j+a])
+	name, id := strings.TrimSpace(t[j:j+a]), ""
+	if c := strings.Index(name, mistralCallID); c >= 0 { // Small 3.2: NAME[CALL_ID]ID[ARGS]
+		name, id = strings.TrimSpace(name[:c]), strings.TrimSpace(name[c+len(mistralCallID):])
+	}
 	i := skipSpace(t, j+a+len(mistralArgs))
 	var (
 		end int
@@ -126,7 +135,30 @@ func (st *state) mistralNamed(lo, j int) (int, bool) {
 	case st.buf[0] != '{':
 		st.fail(ReasonBadArguments, name, "the arguments are a JSON "+jsonKind(bytesView(st.buf))+", not an object", lo, end)
 	default:
+		calls := len(st.res.Calls)
 		st.call(name, bytesView(st.buf), argsMembers{all: st.mem, depth: 1}, lo, end)
+		if len(st.res.Calls) > calls {
+			st.adoptID(id)
+		}
 	}
 	return end, true
+}
+
+// listID is the "id" string of the call object in st.buf (Nemo's list form writes one), or "".
+func (st *state) listID() string {
+	obj := bytesView(st.buf)
+	for _, m := range st.mem {
+		if m.depth == 1 && obj[m.keyLo:m.keyHi] == `"id"` && obj[m.valueLo] == '"' {
+			return strings.Clone(unquote(obj[m.valueLo:m.valueHi]))
+		}
+	}
+	return ""
+}
+
+// adoptID gives the last call the id the model wrote for it (kept verbatim: the tool result the template renders
+// next names it), when there is one.
+func (st *state) adoptID(id string) {
+	if id != "" {
+		st.res.Calls[len(st.res.Calls)-1].ID = id
+	}
 }

@@ -14,7 +14,10 @@ func TestParseMistral(t *testing.T) {
 	tests := []struct{ name, text, want string }{
 		{"nemo list, two calls",
 			`[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "Paris"}, "id": "abcdefghi"}, {"name": "noargs", "arguments": {}, "id": "bcdefghij"}]`,
-			"call_0000 get_weather{\"city\":\"Paris\"} [13 87]\ncall_0001 noargs{} [89 143]\nnormal=\"\""},
+			"abcdefghi get_weather{\"city\":\"Paris\"} [13 87]\nbcdefghij noargs{} [89 143]\nnormal=\"\""},
+		{"nemo list, no ids", `[TOOL_CALLS][{"name": "noargs", "arguments": {}}]`, "call_0000 noargs{} [13 48]\nnormal=\"\""},
+		{"small 3.2 named with [CALL_ID]", `[TOOL_CALLS]get_weather[CALL_ID]a1B2c3D4e[ARGS]{"city": "Paris"}[TOOL_CALLS]noargs[CALL_ID]Z9y8X7w6v[ARGS]{}`,
+			"a1B2c3D4e get_weather{\"city\":\"Paris\"} [0 64]\nZ9y8X7w6v noargs{} [64 108]\nnormal=\"\""},
 		{"small 3.2 named, two calls, text before",
 			`Let me check.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris", "days": 2}[TOOL_CALLS]search[ARGS]{"query": "x"}`,
 			"call_0000 get_weather{\"city\":\"Paris\",\"days\":2} [13 70]\ncall_0001 search{\"query\":\"x\"} [70 108]\nnormal=\"Let me check.\""},

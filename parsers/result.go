@@ -30,7 +30,7 @@ const (
 // Call is one well-formed tool call.
 type Call struct {
 	// ID is "call_0000", "call_0001", ... in order of appearance in the completion, counting rejected calls
-	// (Errors) too, so that sorting calls and errors by ID restores the model's order.
+	// (Errors) too; a format whose calls carry the model's own id (Mistral's) returns that id instead.
 	ID string
 	// Name is the tool name.
 	Name string

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -64,10 +65,13 @@ type AgentDeps struct {
 	// ExtraStopIDs are sent to SGLang as stop_token_ids: the family's end-of-turn tokens that the model folder's
 	// EOS and generation_config.json lack (GLM's <|observation|>, Llama's <|eom_id|>, gpt-oss's <|call|>).
 	ExtraStopIDs []int32
-	Parser       Parser
-	Tools        []ToolBinding
-	Hooks        []HookBinding
-	Reward       *HookBinding
+	// CallIDs is the form of tool call ids the family's template accepts: an id the parser returns is kept when it
+	// has that form, else the loop makes one (deterministic per episode, turn and call).
+	CallIDs family.CallIDStyle
+	Parser  Parser
+	Tools   []ToolBinding
+	Hooks   []HookBinding
+	Reward  *HookBinding
 	// ContextWindow is the effective limit (the config's, or the server's max_model_len).
 	ContextWindow int
 	// Provenance is copied into every trajectory (tokenizer/template sha256, plugin sha256s, ...).
@@ -541,8 +545,8 @@ func (e *episode) handleResponse(ctx context.Context, ids []int32) ([]*call, boo
 	for i, pc := range parsed.Calls {
 		idx := i
 		c := &call{tc: abi.ToolCall{ID: pc.ID, Name: pc.Name, Arguments: pc.Arguments, Index: &idx}}
-		if c.tc.ID == "" {
-			c.tc.ID = fmt.Sprintf("call_%04d", i)
+		if !e.a.d.CallIDs.Valid(c.tc.ID) {
+			c.tc.ID = e.a.d.CallIDs.ID(fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls), i)
 		}
 		calls = append(calls, c)
 		msg.ToolCalls = append(msg.ToolCalls, tito.ToolCall{ID: c.tc.ID, Type: "function",

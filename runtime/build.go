@@ -71,6 +71,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 	// The family's extra stops end a turn too: trimmed before parsing, and sent as stop_token_ids.
 	d.StopIDs = append(slices.Clone(m.StopIDs), extra...)
 	d.ExtraStopIDs = extra
+	d.CallIDs = fam.Profile.CallIDs
 
 	var specs []abi.ToolSpec
 	// A failed build closes what the tools opened outside the host (MCP server processes, command modules).

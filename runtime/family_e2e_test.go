@@ -18,7 +18,8 @@ import (
 // familyE2E are the families that pass the self-test, whose vocabulary a set-up model folder has, and whose
 // tool-call format the emulator speaks: each runs whole episodes through the runtime against the emulator.
 // Not yet: hermes-3 and qwen3-coder pass the self-test, but the emulator cannot read the tool specs their templates
-// render (Hermes-3's and Qwen3-Coder's own layouts), so it never calls a tool for them.
+// render (Hermes-3's and Qwen3-Coder's own layouts), so it never calls a tool for them; the same holds for the
+// Mistral families' [AVAILABLE_TOOLS] (their call ids are covered by the self-test and TestAgentMistralCallIDs).
 var familyE2E = []struct {
 	family, vocabEnv string
 }{

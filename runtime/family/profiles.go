@@ -42,6 +42,8 @@ type Profile struct {
 	// CallArgsString: the template concatenates a tool call's arguments as a JSON string and renders calls
 	// only when the assistant's content is None (DeepSeek's templates), so the self-test writes the call so.
 	CallArgsString bool
+	// CallIDs is the form of tool call ids the template accepts (Mistral's raise unless they are 9 alphanumerics).
+	CallIDs CallIDStyle
 	// Kwargs are the chat_template_kwargs the template reads.
 	Kwargs []Kwarg
 	// Template holds fingerprints of the family's chat template: it contains all of Template and none of
@@ -147,11 +149,11 @@ var Profiles = []Profile{
 		Template:    []string{"<start_of_turn>", "<end_of_turn>"}, Tokens: []string{"<start_of_turn>"}},
 
 	// Mistral: [TOOL_CALLS] followed by a JSON list (Nemo) or NAME[ARGS]{...} (Small 3.2, Devstral).
-	{Name: "mistral-small-3.2", Models: "Mistral-Small-3.2-24B-Instruct-2506", Parser: "mistral", Reasoning: ReasoningNone,
+	{Name: "mistral-small-3.2", Models: "Mistral-Small-3.2-24B-Instruct-2506", Parser: "mistral", Reasoning: ReasoningNone, CallIDs: CallIDAlnum9,
 		Template: []string{mistralCalls, "[CALL_ID]", "[SYSTEM_PROMPT]"}},
 	{Name: "devstral-small", Models: "Devstral-Small-2507", Parser: "mistral", Reasoning: ReasoningNone,
 		Template: []string{mistralCalls, "[ARGS]", "[SYSTEM_PROMPT]"}, NotTemplate: []string{"[CALL_ID]"}},
-	{Name: "mistral-nemo", Models: "Mistral-Nemo-Instruct-2407", Parser: "mistral", Reasoning: ReasoningNone,
+	{Name: "mistral-nemo", Models: "Mistral-Nemo-Instruct-2407", Parser: "mistral", Reasoning: ReasoningNone, CallIDs: CallIDAlnum9,
 		Template: []string{mistralCalls, "[AVAILABLE_TOOLS]"}, NotTemplate: []string{"[SYSTEM_PROMPT]"}},
 
 	// MiniMax-M2: <minimax:tool_call><invoke name=...><parameter name=...>.

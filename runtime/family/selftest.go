@@ -276,7 +276,7 @@ func conversation(p *Profile) (first []tito.Message, rounds []round) {
 		{testArguments, testExpression, testResult},
 		{`{"expression": "20 / 8", "precision": 3}`, "20 / 8", "2.5"},
 	} {
-		id := fmt.Sprintf("call_%d", i)
+		id := p.CallIDs.ID("selftest", i)
 		args := rd.args
 		content := `""`
 		if p.CallArgsString {
