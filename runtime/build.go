@@ -182,7 +182,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 		n, err := env.MaxModelLen(cctx)
 		cancel()
 		if err != nil {
-			return nil, fmt.Errorf("context_window is 0 (use the server's) but /v1/models failed: %w", err)
+			return nil, fmt.Errorf("agent %q: context_window is 0 (read the server's max_model_len) but %w: set agent.context_window in runtime.toml to the model's context length", ac.Name, err)
 		}
 		d.ContextWindow = n
 	}

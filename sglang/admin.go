@@ -61,20 +61,65 @@ func (c *Client) Models(ctx context.Context, server string) (*ModelList, error) 
 	return &out, nil
 }
 
-// MaxModelLen returns the served model's context length (max_model_len of the first /v1/models entry).
+// MaxModelLen returns the served model's context length (max_model_len of the first /v1/models entry). A Model
+// Gateway (smg, sglang-router) lists its models without max_model_len and serves no /model_info or /server_info,
+// so with a gateway the length comes from one of its workers, as the gateway lists them (GET /workers on smg,
+// GET /list_workers on sglang-router 0.3).
 //
 // # Errors
 //
-// An *Error; ErrBadResponse when the list is empty or has no positive max_model_len.
+// An *Error; ErrBadResponse when neither the target nor, behind a gateway, any of its workers reports a positive
+// max_model_len.
 func (c *Client) MaxModelLen(ctx context.Context, server string) (int, error) {
 	m, err := c.Models(ctx, server)
+	if err == nil && len(m.Data) > 0 && m.Data[0].MaxModelLen > 0 {
+		return m.Data[0].MaxModelLen, nil
+	}
+	if c.gateway != nil && (server == "" || normalizeURL(server) == c.gateway.url) {
+		ctx, cancel := c.adminContext(ctx)
+		defer cancel()
+		for _, u := range c.gatewayWorkers(ctx) {
+			var wm ModelList
+			if c.call(ctx, newWorker(u, 1), http.MethodGet, "/v1/models", nil, &wm) == nil && len(wm.Data) > 0 && wm.Data[0].MaxModelLen > 0 {
+				return wm.Data[0].MaxModelLen, nil
+			}
+		}
+	}
 	if err != nil {
 		return 0, err
 	}
-	if len(m.Data) == 0 || m.Data[0].MaxModelLen <= 0 {
-		return 0, &Error{Op: "models", Server: server, Err: &responseError{msg: "/v1/models lists no model with a max_model_len"}}
+	return 0, &Error{Op: "models", Server: server, Err: &responseError{msg: "/v1/models lists no model with a max_model_len (nor do the workers a gateway lists)"}}
+}
+
+// gatewayWorkers lists the worker URLs the gateway routes to; nil when it lists none in a form known here.
+func (c *Client) gatewayWorkers(ctx context.Context) []string {
+	var smg struct {
+		Workers []struct {
+			URL string `json:"url"`
+		} `json:"workers"`
 	}
-	return m.Data[0].MaxModelLen, nil
+	if c.call(ctx, c.gateway, http.MethodGet, "/workers", nil, &smg) == nil && len(smg.Workers) > 0 {
+		var out []string
+		for _, w := range smg.Workers {
+			if checkURL(w.URL) == nil {
+				out = append(out, w.URL)
+			}
+		}
+		return out
+	}
+	var old struct {
+		URLs []string `json:"urls"`
+	}
+	if c.call(ctx, c.gateway, http.MethodGet, "/list_workers", nil, &old) == nil {
+		var out []string
+		for _, u := range old.URLs {
+			if checkURL(u) == nil {
+				out = append(out, u)
+			}
+		}
+		return out
+	}
+	return nil
 }
 
 // AbortRequest aborts the /generate request with this rid (POST /abort_request). If a Generate with that

@@ -248,3 +248,56 @@ func TestAbortRoutesToServingWorker(t *testing.T) {
 		t.Errorf("abort body %v", body)
 	}
 }
+
+// A Model Gateway lists its models without max_model_len (smg 1.13 answers /v1/models with id, object and
+// owned_by only): MaxModelLen then asks a worker the gateway lists, on smg's GET /workers or sglang-router 0.3's
+// GET /list_workers, and fails with ErrBadResponse when no worker tells.
+func TestMaxModelLenThroughGateway(t *testing.T) {
+	worker := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model","max_model_len":32768}]}`)
+	}))
+	defer worker.Close()
+	for _, tc := range []struct {
+		name, path, body string
+		want             int
+	}{
+		{"smg", "/workers", `{"workers":[{"id":"x","url":"` + worker.URL + `","is_healthy":true}],"total":1}`, 32768},
+		{"sglang-router 0.3", "/list_workers", `{"urls":["` + worker.URL + `"]}`, 32768},
+		{"no worker list", "/nothing", `{}`, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch r.URL.Path {
+				case "/v1/models":
+					io.WriteString(w, `{"object":"list","data":[{"id":"m","object":"model","owned_by":"local"}]}`)
+				case tc.path:
+					io.WriteString(w, tc.body)
+				default:
+					http.NotFound(w, r)
+				}
+			}))
+			defer gw.Close()
+			cfg := DefaultConfig()
+			cfg.Workers, cfg.Gateway = nil, gw.URL
+			c, err := New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			n, err := c.MaxModelLen(t.Context(), "")
+			if tc.want == 0 {
+				if !errors.Is(err, ErrBadResponse) || !strings.Contains(err.Error(), "max_model_len") {
+					t.Fatalf("MaxModelLen = %d, %v; want ErrBadResponse naming max_model_len", n, err)
+				}
+				return
+			}
+			if err != nil || n != tc.want {
+				t.Fatalf("MaxModelLen = %d, %v; want %d", n, err, tc.want)
+			}
+		})
+	}
+}

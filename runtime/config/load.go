@@ -79,6 +79,10 @@ func parse(path, src string) (*runtime.Config, error) {
 		return nil, decodeError(path, src, err)
 	}
 	cfg := runtime.Config{Server: sh.Server, SGLang: sh.SGLang, Emulator: sh.Emulator, Plugins: sh.Plugins, Frontdoor: sh.Frontdoor}
+	if md.IsDefined("sglang", "gateway") && !md.IsDefined("sglang", "workers") {
+		// A gateway alone replaces the default in-process emulator (workers are then only admin targets).
+		cfg.SGLang.Workers = nil
+	}
 	for _, p := range sh.Agents {
 		a := runtime.DefaultAgent()
 		if err := md.PrimitiveDecode(p, &a); err != nil {

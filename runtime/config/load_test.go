@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -182,5 +183,29 @@ func TestFrontdoorExampleLoads(t *testing.T) {
 	}
 	if a, err := cfg.Agent(fd.Agent); err != nil || len(a.Tools) != 0 {
 		t.Fatalf("agent %+v, %v", a, err)
+	}
+}
+
+// The README's one-line change: the shipped runtime.toml with workers replaced by a gateway runs through the
+// gateway alone (the default ["emulator"] does not survive), and workers next to a gateway stay admin targets.
+func TestParseGatewayReplacesTheEmulator(t *testing.T) {
+	src, err := os.ReadFile("../../runtime.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shipped := string(src)
+	if !strings.Contains(shipped, "\nworkers = [\"emulator\"]\n") {
+		t.Fatal(`runtime.toml no longer has the line workers = ["emulator"]`)
+	}
+	cfg, err := Parse("runtime.toml", strings.Replace(shipped, "\nworkers = [\"emulator\"]\n", "\ngateway = \"http://router:30000\"\n", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SGLang.Gateway != "http://router:30000" || len(cfg.SGLang.Workers) != 0 || cfg.UsesEmulator() {
+		t.Fatalf("gateway %q, workers %v, emulator %v", cfg.SGLang.Gateway, cfg.SGLang.Workers, cfg.UsesEmulator())
+	}
+	cfg, err = Parse("runtime.toml", strings.Replace(shipped, "\nworkers = [\"emulator\"]\n", "\ngateway = \"http://router:30000\"\nworkers = [\"http://w1:30000\"]\n", 1))
+	if err != nil || len(cfg.SGLang.Workers) != 1 || cfg.SGLang.Gateway == "" {
+		t.Fatalf("gateway and workers: %+v, %v", cfg.SGLang, err)
 	}
 }
