@@ -211,6 +211,8 @@ func TestGenerateErrorClasses(t *testing.T) {
 		{"bad sampling param", fx("error_bad_sampling_param.json"), []error{ErrBadRequest}, []error{ErrContextLength}, 1, "top_p must be in (0, 1]"},
 		{"no input", fx("error_no_input.json"), []error{ErrBadRequest}, []error{ErrContextLength}, 1, "Either text, input_ids"},
 		{"validation", fx("error_request_validation.json"), []error{ErrBadRequest}, nil, 1, "RequestValidationError"},
+		// SGLang 0.5.23's contract gate (api_contract.generate_contract_error): a 400 never retried.
+		{"unknown field", replay{status: 400, body: []byte("{\"error\":\"unknown field `seed`, expected one of `max_new_tokens`, `stop`\"}")}, []error{ErrBadRequest}, []error{ErrUnavailable}, 1, "unknown field `seed`"},
 		{"unauthorized", fx("error_unauthorized.json"), []error{ErrUnauthorized}, []error{ErrUnavailable}, 1, "Unauthorized"},
 		{"forbidden", replay{status: 403, body: []byte(`{"error":"Forbidden"}`)}, []error{ErrUnauthorized}, nil, 1, "Forbidden"},
 		{"not found", replay{status: 404, body: []byte(`{"detail":"Not Found"}`)}, []error{ErrNotFound}, nil, 1, "Not Found"},

@@ -90,9 +90,8 @@ func TestSGLangContract(t *testing.T) {
 		}
 	}
 
-	// Requests SGLang refuses: the emulator must answer with SGLang's status and body. (Bodies that only
-	// SGLang 0.5.23's contract gate refuses, such as a sampling param of the wrong type or an unknown one, get
-	// 500 from the emulator still, which models the older TypeError; add them here when it answers 400.)
+	// Requests SGLang refuses: the emulator must answer with SGLang's status and body. (A sampling param of the
+	// wrong type, which only SGLang 0.5.23's contract gate refuses, still gets the older TypeError's 500.)
 	good := func(mut func(m map[string]any)) string {
 		m := map[string]any{"input_ids": prompt, "sampling_params": map[string]any{"max_new_tokens": 8}}
 		mut(m)
@@ -102,6 +101,7 @@ func TestSGLangContract(t *testing.T) {
 	for _, bad := range []struct{ name, body string }{
 		{"refused: input_ids not integers", good(func(m map[string]any) { m["input_ids"] = []any{"a", "b"} })},
 		{"refused: return_logprob not a boolean", good(func(m map[string]any) { m["return_logprob"] = "yes" })},
+		{"refused: unknown sampling param", good(func(m map[string]any) { m["sampling_params"] = map[string]any{"max_new_tokens": 8, "seed": 1} })},
 		{"refused: logprob_start_len past the prompt", good(func(m map[string]any) {
 			m["return_logprob"] = true
 			m["logprob_start_len"] = len(prompt) + 5

@@ -72,10 +72,19 @@ func TestErrorFixtures(t *testing.T) {
 func TestErrorUnknownSamplingKey(t *testing.T) {
 	m := qwen(t)
 	_, url := start(t, testConfig(m), m.Tokenizer)
-	// SamplingParams(**d) raises TypeError, which /generate does not catch: 500 with a plain body
+	// SGLang 0.5.23's contract gate: 400 {"error": serde's unknown_field text}, the first unknown key in the
+	// body's order (sglang/contract_test.go judges the same body with SGLang's own api_types).
 	r := post(t, url, "/generate", map[string]any{"input_ids": []int{1, 2}, "sampling_params": map[string]any{"seed": 1}})
-	if r.status != http.StatusInternalServerError || string(r.body) != "Internal Server Error" {
+	var body struct {
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &body); r.status != http.StatusBadRequest || err != nil ||
+		!strings.HasPrefix(body.Error, "unknown field `seed`, expected one of `max_new_tokens`, `stop`, ") || !strings.HasSuffix(body.Error, "`watermark`, `choice`") {
 		t.Errorf("unknown sampling key: %d %q", r.status, r.body)
+	}
+	r = post(t, url, "/generate", map[string]any{"input_ids": []int{1, 2}, "sampling_params": json.RawMessage(`{"zz": 1, "temperature": 0, "aa": 2}`)})
+	if err := json.Unmarshal(r.body, &body); r.status != http.StatusBadRequest || err != nil || !strings.HasPrefix(body.Error, "unknown field `zz`,") {
+		t.Errorf("two unknown sampling keys: %d %q; want the first in the body's order", r.status, r.body)
 	}
 	if r := get(t, url, "/health"); r.status != http.StatusOK {
 		t.Errorf("server unhealthy after a bad request: %d", r.status)

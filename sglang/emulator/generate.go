@@ -89,6 +89,8 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case perr.kind == errValidation:
 			writeValidationError(w, perr.msg)
+		case perr.kind == errContract:
+			writeJSON(w, http.StatusBadRequest, map[string]any{"error": perr.msg})
 		case perr.kind == errInternal:
 			s.log.Error("emulator: /generate: uncaught error (SGLang answers 500)", "err", perr.msg)
 			writeInternalError(w)

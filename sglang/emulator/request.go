@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,6 +22,7 @@ const (
 	errValidation = iota // pydantic: 400 {"object":"error",...,"type":"Bad Request"}
 	errValue             // ValueError: 400 {"error":{"message"}} (SSE error event when streaming)
 	errInternal          // uncaught TypeError: 500 "Internal Server Error"
+	errContract          // api_contract.generate_contract_error: 400 {"error": "unknown field ..."}
 )
 
 func validationErr(field, typ, msg string, input json.RawMessage) *reqError {
@@ -56,17 +58,24 @@ type samplingParams struct {
 	hasSeed           bool
 }
 
+// samplingFields are SamplingParams' fields in the order of SGLang 0.5.23's api_types (_FIELDS_SamplingParams),
+// which its contract error lists.
+var samplingFields = []string{"max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p",
+	"top_k", "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n",
+	"json_schema", "regex", "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens",
+	"spaces_between_special_tokens", "no_stop_trim", "stream_interval", "logit_bias", "sampling_seed",
+	"custom_params", "beam_width", "watermark", "choice"}
+
 // knownSamplingKey reports whether k is a SamplingParams field.
-func knownSamplingKey(k string) bool {
-	switch k {
-	case "max_new_tokens", "temperature", "top_p", "top_k", "min_p", "frequency_penalty", "presence_penalty",
-		"repetition_penalty", "min_new_tokens", "stop", "stop_token_ids", "stop_regex", "ignore_eos",
-		"skip_special_tokens", "spaces_between_special_tokens", "no_stop_trim", "n", "json_schema", "regex", "ebnf",
-		"structural_tag", "logit_bias", "custom_params", "stream_interval", "sampling_seed", "beam_width", "watermark",
-		"choice":
-		return true
+func knownSamplingKey(k string) bool { return slices.Contains(samplingFields, k) }
+
+// unknownFieldErr is SGLang's contract error for an unknown key (serde's unknown_field text).
+func unknownFieldErr(key string, fields []string) *reqError {
+	quoted := make([]string, len(fields))
+	for i, f := range fields {
+		quoted[i] = "`" + f + "`"
 	}
-	return false
+	return &reqError{kind: errContract, msg: "unknown field `" + key + "`, expected one of " + strings.Join(quoted, ", ")}
 }
 
 // genItem is one generation of a (possibly batched) /generate request.
@@ -219,11 +228,18 @@ func parseSampling(raw json.RawMessage) (samplingParams, *reqError) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		return p, validationErr("sampling_params", "dict_type", "Input should be a valid dictionary", raw)
 	}
+	// SGLang 0.5.23 checks /generate bodies against its api_types first: the first unknown key (in the body's
+	// order) is a 400 naming it.
+	unknown, at := "", len(raw)
 	for k := range m {
 		if !knownSamplingKey(k) {
-			// SamplingParams(**d) raises TypeError, which /generate does not catch.
-			return p, &reqError{kind: errInternal, msg: "unexpected keyword argument " + strconv.Quote(k)}
+			if i := bytes.Index(raw, []byte(strconv.Quote(k))); i >= 0 && i < at || unknown == "" {
+				unknown, at = k, max(i, 0)
+			}
 		}
+	}
+	if unknown != "" {
+		return p, unknownFieldErr(unknown, samplingFields)
 	}
 	internal := func(k string) *reqError {
 		return &reqError{kind: errInternal, msg: "sampling_params." + k + " has the wrong type"}
