@@ -44,6 +44,13 @@ type BuildEnv struct {
 // grants); the parser is a built-in parser name or a .wasm parser plugin.
 func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, err error) {
 	m := env.Model
+	if ac.ChatTemplate != "" {
+		src, err := os.ReadFile(ac.ChatTemplate)
+		if err != nil {
+			return nil, fmt.Errorf("agent %q: chat_template: %w", ac.Name, err)
+		}
+		m = m.WithChatTemplate(string(src), ac.ChatTemplate)
+	}
 	fam, err := family.Detect(m, ac.Family)
 	if err != nil {
 		return nil, fmt.Errorf("model %s: %w", ac.Model, err)

@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -81,6 +82,9 @@ type AgentConfig struct {
 	SystemPrompt string `toml:"system_prompt"`
 	// Sampling are SGLang sampling params; max_new_tokens is always sent.
 	Sampling Sampling `toml:"sampling"`
+	// ChatTemplate is a chat template file that replaces the model folder's: the file the SGLang server is
+	// launched with (--chat-template), e.g. SGLang's tool template for DeepSeek, whose own renders no tools.
+	ChatTemplate string `toml:"chat_template"`
 	// ChatTemplateKwargs are extra template variables, e.g. enable_thinking = false.
 	ChatTemplateKwargs map[string]any `toml:"chat_template_kwargs"`
 	// ContextWindow caps prompt+response tokens; 0 reads the server's max_model_len from /v1/models.
@@ -312,6 +316,11 @@ func (c *Config) Validate() error {
 		names[a.Name] = true
 		if a.Model == "" {
 			return &FieldError{"agent.model", fmt.Sprintf("agent %q: model folder is required", a.Name)}
+		}
+		if a.ChatTemplate != "" {
+			if st, err := os.Stat(a.ChatTemplate); err != nil || st.IsDir() {
+				return &FieldError{"agent.chat_template", fmt.Sprintf("agent %q: %q is not a readable template file", a.Name, a.ChatTemplate)}
+			}
 		}
 		if a.Family != "" {
 			if _, err := family.Lookup(a.Family); err != nil {

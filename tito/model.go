@@ -388,3 +388,14 @@ func (m *Model) IsStop(id int32) bool { return slices.Contains(m.StopIDs, id) }
 
 // Close frees the tokenizer. The Model must not be used afterwards.
 func (m *Model) Close() { m.Tokenizer.Close() }
+
+// WithChatTemplate returns a copy of m that renders with src (named file in errors and provenance) instead of the
+// folder's template: what a server launched with --chat-template FILE renders. The copy shares m's tokenizer:
+// close m, not the copy.
+func (m *Model) WithChatTemplate(src, file string) *Model {
+	c := *m
+	c.TemplateSource, c.TemplateFile, c.NamedTemplates = src, file, nil
+	sum := sha256.Sum256([]byte(src))
+	c.TemplateSHA256 = hex.EncodeToString(sum[:])
+	return &c
+}

@@ -20,7 +20,7 @@ import (
 // runModel dispatches `agentrt model check|families`.
 func runModel(ctx context.Context, args []string, io stdio) int {
 	usage := func() {
-		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--set key=value ...]")
+		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--chat-template FILE] [--set key=value ...]")
 		fmt.Fprintln(io.err, "       agentrt model families")
 		fmt.Fprintln(io.err, "\ncheck prints the model family's profile and runs its self-test (what an agent runs before it starts);")
 		fmt.Fprintln(io.err, "families lists the known families, their parsers and whether they can run agents.")
@@ -55,10 +55,11 @@ func runModelCheck(ctx context.Context, args []string, io stdio) int {
 	fam := fs.String("family", "", "the model family (default: detected from the folder): "+strings.Join(family.Names(), ", "))
 	parser := fs.String("parser", "", "tool-call parser: a built-in name or a parser plugin .wasm (default: the family's)")
 	cacheDir := fs.String("cache-dir", defaultWasmCacheDir(), "wazero compilation cache directory (\"\" for none)")
+	chatTemplate := fs.String("chat-template", "", "a chat template file that replaces the folder's, as an agent's chat_template (the file SGLang is launched with)")
 	kwargs := setFlags{}
 	fs.Var(kwargs, "set", "chat_template_kwargs key=value (repeatable), as the agent sets them; the value is JSON when it parses")
 	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--set key=value ...]")
+		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--chat-template FILE] [--set key=value ...]")
 		fmt.Fprintln(io.err, "\nPrints the model family's profile and runs the self-test that every agent runs before it starts:")
 		fmt.Fprintln(io.err, "render a tool conversation, check that the delta after a tool call equals the full render's tail,")
 		fmt.Fprintln(io.err, "and read the rendered tool call back with the parser. Exit status 0 when it passes, 1 when not.")
@@ -88,6 +89,14 @@ func runModelCheck(ctx context.Context, args []string, io stdio) int {
 	}
 	if m.Tokenizer != nil {
 		defer m.Close()
+	}
+	if *chatTemplate != "" {
+		src, err := os.ReadFile(*chatTemplate)
+		if err != nil {
+			fmt.Fprintf(io.err, "agentrt model check: --chat-template: %v\n", err)
+			return exitUsage
+		}
+		m = m.WithChatTemplate(string(src), *chatTemplate)
 	}
 	host, err := plugin.NewHost(ctx, plugin.Config{CacheDir: *cacheDir})
 	if err != nil {

@@ -105,6 +105,9 @@ func parse(path, src string) (*runtime.Config, error) {
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
 		a.Model = expandPath(base, a.Model)
+		if a.ChatTemplate != "" {
+			a.ChatTemplate = expandPath(base, a.ChatTemplate)
+		}
 		if strings.HasSuffix(a.Parser, ".wasm") {
 			a.Parser = expandPath(base, a.Parser)
 		}

@@ -88,6 +88,7 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"bad worker URL", strings.Replace(good, "http://127.0.0.1:30000", "ftp://127.0.0.1:30000", 1), 3, "sglang.workers", "must start with http://"},
 		{"emulator among workers", strings.Replace(good, `"http://127.0.0.1:30000"`, `"emulator", "http://h:1"`, 1), 3, "sglang.workers", "must be the only worker"},
 		{"bad policy", strings.Replace(good, `tool_timeout = "5s"`, `parse_errors = "ignore"`, 1), 10, "agent.parse_errors", "not a policy"},
+		{"missing chat_template", strings.Replace(good, `tool_timeout = "5s"`, `chat_template = "no/such.jinja"`, 1), 10, "agent.chat_template", "not a readable template file"},
 		{"mcp bad url", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nmcp = { url = \"ftp://h\" }", 1), 20, "agent.tools.mcp.url", "not an http:// or https:// URL"},
 		{"mcp typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nmcp = { comand = [\"x\"] }", 1), 20, "agent.tools.mcp.comand", `did you mean "agent.tools.mcp.command"`},
 		{"mcp and plugin", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\nmcp = { command = [\"x\"] }", 1), 18, "agent.tools.mcp", "takes no plugin"},

@@ -39,11 +39,16 @@ type Profile struct {
 	// model generated (one of Stops) is the first token of the next message (GLM: <|observation|>, <|user|>).
 	// History keeps it as generated, and the next message's delta starts after it.
 	StopBeginsNext bool
-	// CallArgsString: the template concatenates a tool call's arguments as a JSON string and renders calls
-	// only when the assistant's content is None (DeepSeek's templates), so the self-test writes the call so.
+	// CallArgsString: the family's own templates concatenate a tool call's arguments as a JSON string and render
+	// calls only when the assistant's content is None (DeepSeek's), so the self-test writes the call so when the
+	// template in use does (SGLang's DeepSeek templates write them with tojson, after the content).
 	CallArgsString bool
 	// CallIDs is the form of tool call ids the template accepts (Mistral's raise unless they are 9 alphanumerics).
 	CallIDs CallIDStyle
+	// ToolTemplate names the chat template in SGLang's examples/chat_template that SGLang documents for the
+	// family's tool calls, when the family's own template renders no tools (DeepSeek): agents set it as
+	// chat_template.
+	ToolTemplate string
 	// Kwargs are the chat_template_kwargs the template reads.
 	Kwargs []Kwarg
 	// Template holds fingerprints of the family's chat template: it contains all of Template and none of
@@ -113,13 +118,16 @@ var Profiles = []Profile{
 
 	// DeepSeek: special-token call sections with ```json arguments.
 	{Name: "deepseek-v3", Models: "DeepSeek-V3, DeepSeek-V3-0324", Parser: "deepseekv3", Reasoning: ReasoningNone, CallArgsString: true,
-		Template: []string{dsToolCalls, dsToolOutput}, NotTemplate: []string{"</think>"},
+		ToolTemplate: "tool_chat_template_deepseekv3.jinja",
+		Template:     []string{dsToolCalls, dsToolOutput}, NotTemplate: []string{"</think>"},
 		Tokens: []string{"<｜tool▁calls▁begin｜>"}},
 	{Name: "deepseek-r1", Models: "DeepSeek-R1, R1-Distill-*", Parser: "deepseekv3", Reasoning: ReasoningThink, CallArgsString: true,
-		Template: []string{dsToolCalls, dsToolOutput, "</think>"}},
+		ToolTemplate: "tool_chat_template_deepseekv3.jinja",
+		Template:     []string{dsToolCalls, dsToolOutput, "</think>"}},
 	{Name: "deepseek-v3.1", Models: "DeepSeek-V3.1 (hybrid thinking)", Parser: "deepseekv31", Reasoning: ReasoningThink, CallArgsString: true,
-		Kwargs:   []Kwarg{thinkingFlag},
-		Template: []string{dsToolCalls, "<think>", "thinking"}, NotTemplate: []string{dsToolOutput}},
+		ToolTemplate: "tool_chat_template_deepseekv31.jinja",
+		Kwargs:       []Kwarg{thinkingFlag},
+		Template:     []string{dsToolCalls, "<think>", "thinking"}, NotTemplate: []string{dsToolOutput}},
 
 	// GLM: <tool_call>NAME<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>; no end-of-turn token.
 	{Name: "glm-4.6", Models: "GLM-4.5, GLM-4.5-Air, GLM-4.6", Parser: "glm45", Reasoning: ReasoningThink,

@@ -154,13 +154,18 @@ func SelfTest(in SelfTestInput) *Report {
 	opts := func(gen bool) tito.RenderOptions {
 		return tito.RenderOptions{Tools: tools, AddGenerationPrompt: gen, Kwargs: in.Kwargs}
 	}
-	first, rounds := conversation(p)
+	first, rounds := conversation(p, concatenatesArguments(in.Model.TemplateSource))
 	prompt, err := tmpl.Render(first, opts(true))
 	if !r.add("first prompt", err == nil, "render(system, user, tools): %v", err) {
 		return r
 	}
 	if !strings.Contains(prompt, testToolDescription) {
-		r.Checks[len(r.Checks)-1] = Check{Name: "first prompt", Detail: fmt.Sprintf("the template does not render the tool specs (no %q in %q)", testToolDescription, abbrev(prompt))}
+		detail := fmt.Sprintf("the template does not render the tool specs (no %q in %q)", testToolDescription, abbrev(prompt))
+		if p.ToolTemplate != "" {
+			detail += fmt.Sprintf("; SGLang serves this family with --chat-template examples/chat_template/%s: launch the server "+
+				"with it and set chat_template to the same file in the [[agent]] table", p.ToolTemplate)
+		}
+		r.Checks[len(r.Checks)-1] = Check{Name: "first prompt", Detail: detail}
 		return r
 	}
 	r.Checks[len(r.Checks)-1].Detail = fmt.Sprintf("%d bytes, tool specs rendered", len(prompt))
@@ -266,8 +271,12 @@ func selfTestRound(r *Report, in SelfTestInput, tmpl *tito.ChatTemplate, opts fu
 	return r.add("round trip", true, "%s%s(%s)", label, calls[0].Name, calls[0].Arguments)
 }
 
+// concatenatesArguments reports a template that writes a call's arguments with + (DeepSeek's own templates),
+// which takes them only as a JSON string; SGLang's templates for the same models write them with tojson.
+func concatenatesArguments(src string) bool { return strings.Contains(src, "['arguments'] +") }
+
 // conversation is the canonical tool conversation, with each call written as the family's template expects it.
-func conversation(p *Profile) (first []tito.Message, rounds []round) {
+func conversation(p *Profile, argsString bool) (first []tito.Message, rounds []round) {
 	first = []tito.Message{
 		{Role: tito.RoleSystem, Content: "You are a careful assistant. Use the calculator for arithmetic."},
 		{Role: tito.RoleUser, Content: "What is (2 + 3) * 4, divided by 8?"},
@@ -279,7 +288,7 @@ func conversation(p *Profile) (first []tito.Message, rounds []round) {
 		id := p.CallIDs.ID("selftest", i)
 		args := rd.args
 		content := `""`
-		if p.CallArgsString {
+		if p.CallArgsString && argsString {
 			s, _ := json.Marshal(rd.args)
 			args, content = string(s), "null"
 		}

@@ -8,9 +8,10 @@ import (
 
 // Chat formats the emulator decodes from input ids.
 const (
-	chatML    = "chatml" // Qwen: <|im_start|>role\n...<|im_end|>
-	chatLlama = "llama3" // Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
-	chatNone  = "none"
+	chatML       = "chatml"   // Qwen: <|im_start|>role\n...<|im_end|>
+	chatLlama    = "llama3"   // Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
+	chatDeepSeek = "deepseek" // DeepSeek V3/R1/V3.1: <｜User｜>...<｜Assistant｜>...<｜end▁of▁sentence｜>, tool outputs
+	chatNone     = "none"
 )
 
 type message struct {
@@ -75,6 +76,9 @@ func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 				c.open = &m
 			}
 		}
+	case strings.Contains(text, dsUser):
+		c.format = chatDeepSeek
+		c.messages, c.open = splitDeepSeek(text)
 	default:
 		c.messages = []message{{role: "user", content: text}}
 	}
@@ -164,8 +168,11 @@ func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 			// the last one: Qwen's prompt mentions "<tools></tools>" before the block
 			block, _, _ := strings.Cut(m.content[i+len("<tools>"):], "</tools>")
 			c.tools = append(c.tools, scanTools(block)...)
-		} else if c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
+		} else if c.format == chatDeepSeek && m.role == "system" || c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
 			c.tools = append(c.tools, scanTools(m.content)...)
+			if c.format == chatDeepSeek && len(c.tools) == before {
+				c.tools = append(c.tools, scanHeadedTools(m.content)...)
+			}
 		}
 		if memo != nil {
 			memo.put(m.content, c.tools[before:])
@@ -260,4 +267,82 @@ func lastJSONEnd(s string) int {
 		end = i + 1
 	}
 	return end
+}
+
+// DeepSeek's markers (fullwidth bars, U+2581 for spaces), as its templates and SGLang's write them.
+const (
+	dsUser        = "<｜User｜>"
+	dsAssistant   = "<｜Assistant｜>"
+	dsEOS         = "<｜end▁of▁sentence｜>"
+	dsOutputBegin = "<｜tool▁output▁begin｜>"
+	dsOutputEnd   = "<｜tool▁output▁end｜>"
+	dsOutputsEnd  = "<｜tool▁outputs▁end｜>"
+)
+
+// splitDeepSeek splits a DeepSeek prompt into messages: the system text before the first user turn, user turns,
+// assistant turns (ended by <｜end▁of▁sentence｜>) and tool outputs. After tool outputs the model answers without
+// an <｜Assistant｜> marker, so text there (or the prompt's end) is an assistant turn too.
+func splitDeepSeek(text string) (msgs []message, open *message) {
+	text = strings.TrimPrefix(text, "<｜begin▁of▁sentence｜>")
+	markers := []string{dsUser, dsAssistant, dsEOS, dsOutputBegin, dsOutputEnd, dsOutputsEnd}
+	cur, implied := &message{role: "system"}, true
+	flush := func() {
+		if cur != nil && (!implied || strings.TrimSpace(cur.content) != "") {
+			msgs = append(msgs, *cur)
+		}
+		cur, implied = nil, false
+	}
+	for text != "" {
+		next, at := "", len(text)
+		for _, m := range markers {
+			if i := strings.Index(text, m); i >= 0 && i < at {
+				next, at = m, i
+			}
+		}
+		if cur != nil {
+			cur.content += text[:at]
+		}
+		if next == "" {
+			break
+		}
+		text = text[at+len(next):]
+		switch next {
+		case dsUser:
+			flush()
+			cur = &message{role: "user"}
+		case dsAssistant:
+			flush()
+			cur = &message{role: "assistant"}
+		case dsEOS:
+			flush()
+		case dsOutputBegin:
+			flush()
+			cur = &message{role: "tool"}
+		case dsOutputEnd, dsOutputsEnd:
+			flush()
+			// the answer after tool outputs has no marker of its own: a message only if it has text (or is open)
+			cur, implied = &message{role: "assistant"}, true
+		}
+	}
+	if cur != nil && cur.role == "assistant" {
+		return msgs, cur // the generation prompt
+	}
+	flush()
+	return msgs, nil
+}
+
+// scanHeadedTools reads tools written as "### NAME" ... "Parameters: {schema}" (SGLang's DeepSeek V3.1 template).
+func scanHeadedTools(s string) []toolSpec {
+	var out []toolSpec
+	for _, part := range strings.Split(s, "\n### ")[1:] {
+		name, rest, _ := strings.Cut(part, "\n")
+		_, params, ok := strings.Cut(rest, "Parameters: ")
+		if !ok {
+			continue
+		}
+		params, _, _ = strings.Cut(params, "\n")
+		nb, _ := json.Marshal(strings.TrimSpace(name))
+		out = append(out, scanTools(`{"name": `+string(nb)+`, "parameters": `+params+`}`)...)
+	}
+	return out
 }
