@@ -53,4 +53,4 @@ bench: build
 
 # golden regenerates the golden test data from the real Hugging Face libraries (transformers, tokenizers, jinja2).
 golden: setup
-	@$(ENV) && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/tokenizer_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/template_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/families_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/snippets_golden.py
+	@$(ENV) && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/tokenizer_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/template_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/families_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/snippets_golden.py && "$$AGENTRT_GOLDEN_PYTHON" scripts/golden/sglang_templates_golden.py
