@@ -7,7 +7,8 @@ import "strings"
 //	<|channel|>analysis<|message|>Need the weather.<|end|>
 //	<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city":"Paris"}<|call|>
 //
-// The first message has no <|start|>assistant (the generation prompt wrote it). The channel says what the body is:
+// The first message has no <|start|>assistant (the generation prompt wrote it), so its header may begin with the
+// recipient (" to=functions.f<|channel|>commentary json<|message|>"). The channel says what the body is:
 // analysis is reasoning (dropped), final is the answer (normal text), commentary with a recipient
 // "to=functions.NAME" is a tool call whose body is one JSON object ending in <|call|>; commentary without a
 // recipient is a preamble shown to the user (normal text). The recipient may stand before the channel
@@ -36,6 +37,11 @@ func scanGPTOSS(st *state, seg segment) {
 		m := nextHeader(t, i)
 		if m < 0 {
 			return
+		}
+		if i == seg.lo && strings.HasPrefix(strings.TrimLeft(t[i:m], " "), "to=") && !strings.HasPrefix(t[m:], hmStart) {
+			// The first message's header continues the generation prompt's "<|start|>assistant": its recipient
+			// may come before the channel (" to=functions.f<|channel|>commentary json<|message|>").
+			m = i
 		}
 		hdrLo := m
 		if strings.HasPrefix(t[m:], hmStart) {
@@ -170,11 +176,20 @@ func (st *state) harmonyCall(recipient, ctype, bad, term, body string, lo, hi in
 		st.fail(ReasonInvalidFormat, name, bad, lo, hi)
 	case ctype != "" && ctype != "json":
 		st.fail(ReasonInvalidFormat, name, "content type "+quote(clip(ctype))+" (want json)", lo, hi)
-	case term == "":
+	case term == "" && !completeJSON(body):
+		// The agent strips the <|call|> stop token before parsing, so a call may end with the text; one whose
+		// JSON is not complete there was cut off.
 		st.fail(ReasonUnclosedTag, name, "the tool call has no "+hmCall+" (cut off)", lo, hi)
-	case term != hmCall:
+	case term != hmCall && term != "":
 		st.fail(ReasonInvalidFormat, name, "the tool call ends with "+term+", not "+hmCall, lo, hi)
 	default:
 		st.jsonObjectCall(name, body, lo, hi)
 	}
+}
+
+// completeJSON reports whether s is one complete JSON value (with surrounding space).
+func completeJSON(s string) bool {
+	var mem []jmember
+	_, end, err := compactValue(nil, s, skipSpace(s, 0), &mem, 0)
+	return err == nil && skipSpace(s, end) == len(s)
 }

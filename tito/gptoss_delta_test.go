@@ -2,14 +2,16 @@ package tito
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestGPTOSSDelta pins the evidence behind gpt-oss's refusal (docs/families.md): after a tool call the delta is
-// exact, the model's own tokens (analysis, then the call up to its <|call|> stop) being the history; after a
-// final answer it is not, since the template rewrites that answer (<|end|> for the model's <|return|>) and drops
-// the analysis of earlier turns once any message follows.
+// TestGPTOSSDelta pins gpt-oss's continuation (docs/families.md): after a tool call the delta is exact, the
+// model's own tokens (analysis, then the call up to its <|call|> stop) being the history; after a final answer the
+// template rewrites that answer (<|end|> for the model's <|return|>) and drops the analysis of earlier turns once
+// any message follows, so the delta is found after the rewritten end (WithRewrittenEnd).
 func TestGPTOSSDelta(t *testing.T) {
 	t.Parallel()
 	var tpl *ChatTemplate
@@ -65,6 +67,38 @@ func TestGPTOSSDelta(t *testing.T) {
 		t.Errorf("the answer is not rewritten with <|end|>: %q", full)
 	}
 	if _, err := tpl.RenderDelta(conv[:4], conv[4:], o); err == nil {
-		t.Error("RenderDelta continues after a gpt-oss final answer; the history is not what the template renders")
+		t.Error("RenderDelta continues after a gpt-oss final answer without WithRewrittenEnd; the history is not what the template renders")
+	}
+
+	// With the rewrite named (the gpt-oss profile's WithRewrittenEnd("<|end|>")), the delta is exactly what the
+	// template writes for the new user message, after the rewritten answer: the trajectory keeps the model's
+	// <|return|> and analysis, as it keeps Qwen3's dropped reasoning.
+	var g familyGolden
+	for _, fg := range loadFamilyGoldens(t) {
+		if fg.Family == "gpt-oss" {
+			g = fg
+		}
+	}
+	src, err := os.ReadFile(filepath.Join("testdata", "families", "gpt-oss", "chat_template.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw, err := NewChatTemplate(string(src), g.SpecialTokens, WithEndOfTurn(g.Stops...), WithRewrittenEnd("<|end|>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	delta, err = rw.RenderDelta(conv[:4], conv[4:], o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "<|start|>user<|message|>Thanks.<|end|><|start|>assistant"; delta != want || !strings.HasSuffix(full, want) {
+		t.Errorf("after the final answer: delta %q, want %q (the full render's tail)", delta, want)
+	}
+	if err := rw.DeltaCheck(RenderOptions{}); err != nil {
+		t.Errorf("DeltaCheck with the rewrite named: %v", err)
+	}
+	// Tool rounds are unchanged by it.
+	if d2, err := rw.RenderDelta(conv[:2], conv[2:3], o); err != nil || !strings.HasPrefix(d2, "<|start|>functions.lookup to=assistant") {
+		t.Errorf("tool result delta with the rewrite named: %q, %v", d2, err)
 	}
 }

@@ -43,8 +43,11 @@ type ChatTemplate struct {
 	// that begin the next message (GLM's <|user|>/<|observation|>): the model generates them, and the template
 	// writes them again as the start of the next message.
 	endMarks, startMarks []string
-	separator            string
-	sepErr               error
+	// rewrittenEnds are what the template writes in place of the model's stop token at the end of an earlier
+	// turn (gpt-oss: <|end|> where the model generated <|return|>); they end the history too.
+	rewrittenEnds []string
+	separator     string
+	sepErr        error
 
 	mu    sync.Mutex
 	cache map[string]*prepared // by optionsKey
@@ -80,6 +83,21 @@ func WithEndOfTurn(tokens ...string) TemplateOption {
 		for _, s := range tokens {
 			if s != "" && !slices.Contains(t.stops, s) {
 				t.stops = append(t.stops, s)
+			}
+		}
+	}
+}
+
+// WithRewrittenEnd names tokens the template writes at the end of an earlier assistant turn in place of the
+// stop token the model generated (gpt-oss writes a final answer's <|return|> as <|end|> once messages follow, and
+// drops that turn's analysis). The history keeps the model's own tokens; RenderDelta returns exactly what the
+// template writes for the new messages, after the rewritten turn, as it does for templates that drop earlier
+// reasoning (Qwen3).
+func WithRewrittenEnd(tokens ...string) TemplateOption {
+	return func(t *ChatTemplate) {
+		for _, s := range tokens {
+			if s != "" && !slices.Contains(t.rewrittenEnds, s) {
+				t.rewrittenEnds = append(t.rewrittenEnds, s)
 			}
 		}
 	}
@@ -664,7 +682,7 @@ func (t *ChatTemplate) checkLastTurn(text string, last *Message) error {
 		return fmt.Errorf("tito: render delta: the history's last message (%s) is not before the end of the history found in the render (%q): the template writes that turn differently once messages follow", last.Role, tmplTail(text))
 	}
 	between := text[i+len(c):]
-	for _, m := range t.endMarks {
+	for _, m := range slices.Concat(t.endMarks, t.rewrittenEnds) {
 		if strings.HasSuffix(between, m) {
 			between = strings.TrimSuffix(between, m)
 			break
@@ -682,7 +700,7 @@ func (t *ChatTemplate) checkLastTurn(text string, last *Message) error {
 // last end-of-turn mark, or at the last stop token that starts a message, whichever is later; -1 if neither.
 func (t *ChatTemplate) historyEnd(text string) int {
 	cut := -1
-	for _, m := range t.endMarks {
+	for _, m := range slices.Concat(t.endMarks, t.rewrittenEnds) {
 		if i := strings.LastIndex(text, m); i >= 0 && i+len(m) > cut {
 			cut = i + len(m)
 		}

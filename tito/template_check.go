@@ -3,6 +3,7 @@ package tito
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -70,7 +71,7 @@ func (t *ChatTemplate) DeltaCheck(opts RenderOptions) error {
 			return fmt.Errorf("tito: delta check: %s: the delta %q is not the tail of the full render", turn.what, tmplTail(delta))
 		}
 		ended := false
-		for _, s := range t.endMarks {
+		for _, s := range slices.Concat(t.endMarks, t.rewrittenEnds) {
 			ended = ended || strings.HasSuffix(before, s)
 		}
 		for _, s := range t.startMarks {

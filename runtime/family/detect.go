@@ -189,5 +189,5 @@ func CheckModel(m *tito.Model, tmpl *tito.ChatTemplate, name, parser string, kwa
 // TemplateOptions are the chat template options the family needs: its stop tokens, so that deltas know where a
 // turn ends (and which stop token begins the next message).
 func (p *Profile) TemplateOptions() []tito.TemplateOption {
-	return []tito.TemplateOption{tito.WithEndOfTurn(p.Stops...)}
+	return []tito.TemplateOption{tito.WithEndOfTurn(p.Stops...), tito.WithRewrittenEnd(p.RewrittenEnd)}
 }

@@ -43,6 +43,9 @@ type Profile struct {
 	// calls only when the assistant's content is None (DeepSeek's), so the self-test writes the call so when the
 	// template in use does (SGLang's DeepSeek templates write them with tojson, after the content).
 	CallArgsString bool
+	// RewrittenEnd is what the template writes in place of the model's stop token at the end of an earlier turn
+	// (gpt-oss: <|end|> for a final answer's <|return|>); see tito.WithRewrittenEnd.
+	RewrittenEnd string
 	// CallIDs is the form of tool call ids the template accepts (Mistral's raise unless they are 9 alphanumerics).
 	CallIDs CallIDStyle
 	// ToolTemplate names the chat template in SGLang's examples/chat_template that SGLang documents for the
@@ -147,7 +150,7 @@ var Profiles = []Profile{
 
 	// gpt-oss: the harmony format; a tool call ends with <|call|>, a final answer with <|return|> (EOS).
 	{Name: "gpt-oss", Models: "gpt-oss-20b, gpt-oss-120b", Parser: "gpt-oss", Reasoning: ReasoningHarmony,
-		Stops:    []string{"<|call|>"},
+		Stops: []string{"<|call|>"}, RewrittenEnd: "<|end|>",
 		Kwargs:   []Kwarg{{"reasoning_effort", `"low", "medium" (default) or "high"`}, {"model_identity", "the system message's first line"}},
 		Template: []string{"<|channel|>", "<|message|>", "<|call|>"}, Tokens: []string{"<|channel|>", "<|call|>"}},
 
