@@ -30,6 +30,7 @@ var familyE2E = []struct {
 	{"qwen3.5", "AGENTRT_QWEN3_MODEL"}, // Qwen3.5 with its XML calls (qwen3_coder)
 	{"llama3.1", "AGENTRT_LLAMA31_MODEL"},
 	{"llama3.2", "AGENTRT_LLAMA31_MODEL"},
+	{"gpt-oss", "AGENTRT_GPTOSS_MODEL"},
 }
 
 // familyModel is a set-up model (loaded once per vocabulary) with the family's reference chat template in place

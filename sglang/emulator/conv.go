@@ -11,6 +11,7 @@ const (
 	chatML       = "chatml"   // Qwen: <|im_start|>role\n...<|im_end|>
 	chatLlama    = "llama3"   // Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
 	chatDeepSeek = "deepseek" // DeepSeek V3/R1/V3.1: <｜User｜>...<｜Assistant｜>...<｜end▁of▁sentence｜>, tool outputs
+	chatHarmony  = "harmony"  // gpt-oss: <|start|>role<|channel|>...<|message|>...<|end|> (<|call|>, <|return|>)
 	chatNone     = "none"
 )
 
@@ -76,6 +77,9 @@ func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 				c.open = &m
 			}
 		}
+	case strings.Contains(text, "<|start|>") && strings.Contains(text, "<|message|>"):
+		c.format = chatHarmony
+		c.messages, c.open = splitHarmony(text)
 	case strings.Contains(text, dsUser):
 		c.format = chatDeepSeek
 		c.messages, c.open = splitDeepSeek(text)
@@ -151,7 +155,7 @@ func (c *conversation) toolResults() []string {
 // or the JSON objects of Llama 3's tool preamble.
 func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 	for _, m := range c.messages {
-		if m.role != "system" && m.role != "user" {
+		if m.role != "system" && m.role != "user" && m.role != "developer" {
 			continue
 		}
 		if memo != nil {
@@ -168,6 +172,8 @@ func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 			// the last one: Qwen's prompt mentions "<tools></tools>" before the block
 			block, _, _ := strings.Cut(m.content[i+len("<tools>"):], "</tools>")
 			c.tools = append(c.tools, scanTools(block)...)
+		} else if c.format == chatHarmony && m.role == "developer" {
+			c.tools = append(c.tools, scanTypeScriptTools(m.content)...)
 		} else if c.format == chatDeepSeek && m.role == "system" || c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
 			c.tools = append(c.tools, scanTools(m.content)...)
 			if c.format == chatDeepSeek && len(c.tools) == before {
@@ -343,6 +349,71 @@ func scanHeadedTools(s string) []toolSpec {
 		params, _, _ = strings.Cut(params, "\n")
 		nb, _ := json.Marshal(strings.TrimSpace(name))
 		out = append(out, scanTools(`{"name": `+string(nb)+`, "parameters": `+params+`}`)...)
+	}
+	return out
+}
+
+// splitHarmony splits a gpt-oss prompt into messages: each "<|start|>HEADER<|message|>BODY" ending in <|end|>,
+// <|call|> or <|return|>. The header's first word is the role; a tool result's header names the function
+// ("functions.f to=assistant"), so it is a "tool" message. A trailing "<|start|>assistant" with no body is the
+// generation prompt.
+func splitHarmony(text string) (msgs []message, open *message) {
+	parts := strings.Split(text, "<|start|>")
+	for k, p := range parts[1:] {
+		header, body, hasBody := strings.Cut(p, "<|message|>")
+		role, _, _ := strings.Cut(strings.TrimSpace(header), " ")
+		role, _, _ = strings.Cut(role, "<|channel|>")
+		if strings.HasPrefix(role, "functions.") {
+			role = "tool"
+		}
+		end := -1
+		for _, t := range []string{"<|end|>", "<|call|>", "<|return|>"} {
+			if i := strings.Index(body, t); i >= 0 && (end < 0 || i < end) {
+				end = i
+			}
+		}
+		m := message{role: role, content: body}
+		switch {
+		case hasBody && end >= 0:
+			m.content = body[:end]
+			msgs = append(msgs, m)
+		case k == len(parts)-2:
+			open = &m
+		}
+	}
+	return msgs, open
+}
+
+// scanTypeScriptTools reads the tools of gpt-oss's developer message ("type NAME = (_: {\n// ...\nPARAM?: TYPE,\n})
+// => any;" in "namespace functions").
+func scanTypeScriptTools(s string) []toolSpec {
+	var out []toolSpec
+	for _, part := range strings.Split(s, "\ntype ")[1:] {
+		name, rest, ok := strings.Cut(part, " = (")
+		if !ok {
+			continue
+		}
+		sig, _, _ := strings.Cut(rest, ") => any;")
+		ts := toolSpec{Name: strings.TrimSpace(name), ParamTypes: map[string]string{}}
+		for _, line := range strings.Split(sig, "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "//") || strings.HasPrefix(line, "_:") {
+				continue
+			}
+			p, typ, ok := strings.Cut(line, ":")
+			if !ok {
+				continue
+			}
+			opt := strings.HasSuffix(p, "?")
+			p = strings.TrimSuffix(p, "?")
+			typ = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(typ), ","))
+			ts.Params = append(ts.Params, p)
+			ts.ParamTypes[p] = typ
+			if !opt {
+				ts.Required = append(ts.Required, p)
+			}
+		}
+		out = append(out, ts)
 	}
 	return out
 }

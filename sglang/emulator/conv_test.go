@@ -29,3 +29,29 @@ func TestSplitDeepSeek(t *testing.T) {
 		})
 	}
 }
+
+// gpt-oss prompts split into harmony messages (a tool result's header names the function), and the developer
+// message's TypeScript tool signatures give the tools.
+func TestSplitHarmony(t *testing.T) {
+	text := "<|start|>system<|message|>You are ChatGPT.<|end|><|start|>developer<|message|># Tools\n\n## functions\n\nnamespace functions {\n\n" +
+		"// Evaluate an arithmetic expression.\ntype calculator = (_: {\n// The expression\nexpression: string,\n// Digits\nprecision?: number,\n}) => any;\n\n" +
+		"type now = () => any;\n\n} // namespace functions<|end|><|start|>user<|message|>What is 12*7+3?<|end|>" +
+		"<|start|>assistant to=functions.calculator<|channel|>commentary json<|message|>{\"expression\": \"12*7\"}<|call|>" +
+		"<|start|>functions.calculator to=assistant<|channel|>commentary<|message|>84<|end|><|start|>assistant"
+	c := parseConversation(text, nil)
+	var roles []string
+	for _, m := range c.messages {
+		roles = append(roles, m.role)
+	}
+	if !reflect.DeepEqual(roles, []string{"system", "developer", "user", "assistant", "tool"}) || c.open == nil || c.open.role != "assistant" {
+		t.Fatalf("roles %v, open %v", roles, c.open)
+	}
+	if got := c.toolResults(); !reflect.DeepEqual(got, []string{"84"}) || c.task() != "What is 12*7+3?" {
+		t.Errorf("tool results %q, task %q", got, c.task())
+	}
+	want := []toolSpec{{Name: "calculator", Params: []string{"expression", "precision"}, ParamTypes: map[string]string{"expression": "string", "precision": "number"}, Required: []string{"expression"}},
+		{Name: "now", ParamTypes: map[string]string{}}}
+	if !reflect.DeepEqual(c.tools, want) {
+		t.Errorf("tools %+v, want %+v", c.tools, want)
+	}
+}

@@ -70,13 +70,15 @@
 // # Policies
 //
 // The agentic policy decodes the prompt (ChatML: <|im_start|>role\n...<|im_end|>; Llama 3:
-// <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>), reads the tool specs (Qwen's <tools> block, or
-// the JSON of Llama 3's tool preamble) and the user task. With a calculator-like tool (a parameter named
+// <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>; gpt-oss's harmony messages; DeepSeek's
+// <｜User｜>/<｜Assistant｜> turns and tool outputs), reads the tool specs (Qwen's <tools> block, the JSON of Llama 3's
+// tool preamble, gpt-oss's TypeScript signatures, the JSON or "### NAME ... Parameters:" blocks of SGLang's DeepSeek
+// templates) and the user task. With a calculator-like tool (a parameter named
 // "expression", or a name containing calc/math/eval) it calls it for every arithmetic expression of the task,
 // in one turn (parallel calls) or over several, in Config.ToolFormat (hermes, qwen3_coder, llama3, seed_oss,
 // minimax-m2, deepseekv3, deepseekv31, mistral, gpt-oss, pythonic; llama3 and gpt-oss make one call per turn;
 // seed_oss reasons in <seed:think>, gpt-oss in an analysis message; gpt-oss calls are written as its chat
-// template writes them, but the prompt is still read as ChatML: the emulator does not read harmony prompts); without a calculator but with a Python tool (a "code" parameter, or "python" in the name) it sends one program that prints each expression and boxes the last printed value in its answer; with
+// template writes them, the first one continuing the generation prompt's "<|start|>assistant"); without a calculator but with a Python tool (a "code" parameter, or "python" in the name) it sends one program that prints each expression and boxes the last printed value in its answer; with
 // another tool it calls the first tool once with arguments made from its schema; once
 // the calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."), saying a result
 // that is an error ("Error: ...") could not be computed rather than quoting it. Without tools it answers in a

@@ -248,7 +248,13 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		if s.cfg.MalformedRate > 0 && rng.Float64() < s.cfg.MalformedRate {
 			malformed = rng.IntN(3)
 		}
-		return think + renderCalls(format, cs, malformed)
+		out := renderCalls(format, cs, malformed)
+		if format == FormatGPTOSS && think == "" {
+			// The generation prompt wrote the first message's "<|start|>assistant": the model goes on with its
+			// header (" to=functions.f<|channel|>commentary json<|message|>...").
+			out = strings.TrimPrefix(out, "<|start|>assistant")
+		}
+		return think + out
 	}
 	if think != "" {
 		think += "I have what I need to answer.\n" + thinkClose(format) + "\n\n"
@@ -585,11 +591,11 @@ func renderCalls(format string, cs []call, malformed int) string {
 			if bad && malformed == 0 {
 				j = j[:len(j)-1]
 			}
-			p := "<|start|>assistant to=functions." + name + "<|channel|>commentary json<|message|>" + j
-			if !(bad && malformed == 1) {
-				p += "<|call|>"
+			ctype := "json"
+			if bad && malformed == 1 {
+				ctype = "yaml" // a content type the parser refuses (a missing <|call|> is not malformed: agents strip it)
 			}
-			parts[i] = p
+			parts[i] = "<|start|>assistant to=functions." + name + "<|channel|>commentary " + ctype + "<|message|>" + j + "<|call|>"
 		case FormatPythonic:
 			var b strings.Builder
 			b.WriteString(name + "(")
