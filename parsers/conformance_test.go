@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// The conformance suite runs every case of SGLang's tool-call fixtures (reference/sglang/tool_calls.jsonl: inputs
+// The conformance suite runs every case of SGLang's tool-call fixtures (sglang/testdata/fixtures/tool_calls.jsonl: inputs
 // from SGLang's unit tests, expected values produced by running SGLang's own detectors) through our parser for
 // the same format. Where our strict, on-policy semantics deliberately differ from SGLang, the case is listed in
 // deviations with the reason, and the test asserts OUR behaviour for it.
@@ -96,27 +96,10 @@ var deviations = map[int]deviation{
 	114: {why: whyUnknown + " (SGLang's kimi_k2 detector even keeps unknown names as calls)", noCall: true, errors: []Reason{ReasonUnknownTool}},
 }
 
+// fixturePath is SGLang's tool-call corpus, kept in the repository with its source (sglang/testdata/README.md).
 func fixturePath(t testing.TB) string {
 	t.Helper()
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			break
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Skip("no go.mod above the test directory")
-		}
-		dir = parent
-	}
-	p := filepath.Join(dir, "..", "shared", "reference", "sglang", "tool_calls.jsonl")
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("SGLang fixtures not found at %s (they live beside the repository checkout): %v", p, err)
-	}
-	return p
+	return filepath.Join("..", "sglang", "testdata", "fixtures", "tool_calls.jsonl")
 }
 
 func loadFixtures(t testing.TB) []fixtureCase {

@@ -3,7 +3,6 @@ package parsers
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -20,10 +19,8 @@ func fuzzSeeds(f *testing.F) []string {
 		"</think><tool_call><tool_call></tool_call>",
 		`{"a":[1,2,{"b":"\ud83d\ude00\u00"}]}`,
 	}
-	if _, err := os.Stat("../../shared/reference/sglang/tool_calls.jsonl"); err == nil {
-		for _, c := range loadFixtures(f) {
-			seeds = append(seeds, c.Text)
-		}
+	for _, c := range loadFixtures(f) {
+		seeds = append(seeds, c.Text)
 	}
 	return seeds
 }

@@ -807,7 +807,7 @@ func (e *episode) end(ctx context.Context) {
 	}
 	if t.Turns() > 0 {
 		// Prompt tokens appended after the last response were never sent: the trajectory ends on that response
-		// (DESIGN.md invariant 1: final trajectory = last input_ids + last output_ids).
+		// (docs/design.md invariant 1: final trajectory = last input_ids + last output_ids).
 		t.DropPending()
 	}
 	resumed := 0

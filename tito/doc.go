@@ -11,7 +11,7 @@
 // concurrent use. ChatTemplate renders chat templates as transformers does (minijinja through our C ABI in
 // tito/jinja, docs/templates.md): Render for full prompts, RenderDelta for later turns, DeltaCheck to refuse a
 // template that cannot be continued exactly. Trajectory is the token manager of one episode: AppendPrompt, NextRequest and
-// AppendResponse enforce DESIGN.md's invariants (prefix, verbatim responses, aligned arrays) and return an
+// AppendResponse enforce docs/design.md's invariants (prefix, verbatim responses, aligned arrays) and return an
 // *InvariantError instead of repairing anything; Validate re-checks a whole trajectory, Audit records
 // re-tokenization drift per response segment, SlimeSample exports slime's Sample fields. A Trajectory
 // belongs to one goroutine. Read Example (rendering) and Example_trajectory (token bookkeeping) first.

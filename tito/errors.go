@@ -11,9 +11,9 @@ var (
 	// ErrModelFile reports a missing, unreadable or corrupt file of a model folder. The error names the file.
 	ErrModelFile = errors.New("tito: bad model file")
 
-	// ErrPrefix reports a request whose input ids are not exactly the trajectory so far (DESIGN.md invariant 1).
+	// ErrPrefix reports a request whose input ids are not exactly the trajectory so far (docs/design.md invariant 1).
 	ErrPrefix = errors.New("tito: prefix invariant violated")
-	// ErrLogprobs reports logprobs that do not line up with their tokens (DESIGN.md invariant 3): an output
+	// ErrLogprobs reports logprobs that do not line up with their tokens (docs/design.md invariant 3): an output
 	// logprob count that differs from the output id count, input logprobs that do not cover exactly the pending
 	// prompt tokens, a non-null first input logprob, or a null where a value is needed.
 	ErrLogprobs = errors.New("tito: logprob alignment violated")

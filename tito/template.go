@@ -599,7 +599,7 @@ var ErrHistoryDependsOnNew = errors.New("tito: render delta: the template render
 // append to the token stream: transformers' render of history + newMsgs, cut after the history's end-of-turn
 // token (or before the stop token that begins the next message, see StartsNextMessage). History is never
 // re-tokenized, and a template that renders earlier turns differently once more messages follow (Qwen3 drops old
-// reasoning) still gets exactly the text it writes for the new messages (DESIGN.md invariant 4).
+// reasoning) still gets exactly the text it writes for the new messages (docs/design.md invariant 4).
 //
 // The cut is found by rendering the conversation a second time with a marker after the first new message's
 // content (and any stop token's text in that content broken up): the history ends at the last stop token before

@@ -38,7 +38,7 @@ type WeightSpan struct {
 	End     int    `json:"end"`
 }
 
-// TurnInfo is the provenance of one /generate call (DESIGN.md invariant 6).
+// TurnInfo is the provenance of one /generate call (docs/design.md invariant 6).
 type TurnInfo struct {
 	Server        string `json:"server,omitempty"`         // the worker that served the call
 	RID           string `json:"rid,omitempty"`            // SGLang's meta_info.id
@@ -115,7 +115,7 @@ func (t *Trajectory) appendSpans(spans []WeightSpan) {
 
 // Trajectory is one episode's token-exact record: flat, aligned token ids, loss mask and logprobs, the
 // segments that tile them, and what made them. The agent loop builds it with AppendPrompt, NextRequest and
-// AppendResponse, which check every invariant of DESIGN.md and return an *InvariantError rather than repair
+// AppendResponse, which check every invariant of docs/design.md and return an *InvariantError rather than repair
 // anything; on error the trajectory is unchanged.
 //
 // Logprobs[i] is the model's logprob of TokenIDs[i] given TokenIDs[:i]. It is NaN (null in JSON) for token 0,

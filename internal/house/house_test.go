@@ -1,4 +1,4 @@
-// Package house holds the import-boundary test: the dependency rules of DESIGN.md and STYLE.md ("the house"),
+// Package house holds the import-boundary test: the dependency rules of docs/design.md and STYLE.md ("the house"),
 // checked with `go list -deps` so that a wrong import fails CI instead of rotting the layering.
 package house
 

@@ -119,7 +119,7 @@ type SelfTestInput struct {
 // SelfTest proves that an agent of this family can run token-exact, on a canonical conversation of two tool
 // rounds: the stop tokens are single tokens of the vocabulary, every configured chat_template_kwargs variable is
 // read by the template, the first prompt renders the tool specs, the template renders the assistant's tool call,
-// the delta the agent loop appends after the tool call equals the tail of the full render (DESIGN.md invariant
+// the delta the agent loop appends after the tool call equals the tail of the full render (docs/design.md invariant
 // 4), and the parser reads back from the rendered call the call that was rendered. It stops at the first
 // failure; Report.Err says why.
 func SelfTest(in SelfTestInput) *Report {

@@ -10,7 +10,7 @@ import (
 	"github.com/agentrt/agentrt/internal/testutil"
 )
 
-// Bad input gets SGLang's status codes and bodies (reference/sglang/error_*), never a crash.
+// Bad input gets SGLang's status codes and bodies (sglang/testdata/fixtures/error_*), never a crash.
 
 func TestErrorFixtures(t *testing.T) {
 	m := qwen(t)

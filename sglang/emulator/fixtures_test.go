@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// The emulator's JSON shapes against reference/sglang (built from SGLang's source): same keys in the same
+// The emulator's JSON shapes against sglang/testdata/fixtures (built from SGLang's source): same keys in the same
 // order, same JSON types, the same null/non-null fields.
 
 func jsonType(v any) string {

@@ -20,7 +20,8 @@ import (
 	"github.com/agentrt/agentrt/internal/testutil"
 )
 
-const refDir = "../../../shared/reference/sglang"
+// refDir holds SGLang's wire fixtures, kept in the repository with their source (sglang/testdata/README.md).
+const refDir = "../testdata/fixtures"
 
 // hfTokenizer adapts the Hugging Face tokenizers library (the one tito wraps) to Tokenizer. The tests use it
 // directly so that they do not depend on the rest of tito.
@@ -116,12 +117,12 @@ func start(t testing.TB, cfg Config, tok Tokenizer, opts ...Option) (*Server, st
 
 func readRef(name string) ([]byte, error) { return os.ReadFile(filepath.Join(refDir, name)) }
 
-// refFixture reads a JSON fixture from reference/sglang.
+// refFixture reads a JSON fixture from sglang/testdata/fixtures.
 func refFixture(t testing.TB, name string) map[string]any {
 	t.Helper()
 	b, err := readRef(name)
 	if err != nil {
-		t.Skipf("fixture %s: %v", name, err)
+		t.Fatalf("fixture %s: %v", name, err)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -135,7 +136,7 @@ func refSSE(t testing.TB, name string) []string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(refDir, name))
 	if err != nil {
-		t.Skipf("fixture %s: %v", name, err)
+		t.Fatalf("fixture %s: %v", name, err)
 	}
 	var evs []string
 	for _, l := range strings.Split(string(b), "\n") {

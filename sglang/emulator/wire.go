@@ -10,7 +10,7 @@ import (
 )
 
 // The JSON shapes of SGLang's /generate responses (sglang@8905cbd tokenizer_manager._handle_batch_output and
-// convert_logprob_style), with keys in SGLang's order. The fixtures in reference/sglang/ are the arbiter.
+// convert_logprob_style), with keys in SGLang's order. The fixtures in sglang/testdata/fixtures are the arbiter.
 
 // lpEntry is one [logprob, token_id, text] triple; null marks the null logprob of input_token_logprobs[0].
 type lpEntry struct {
