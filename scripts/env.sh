@@ -15,6 +15,8 @@ export AGENTRT_GPTOSS_MODEL="$cache/models/gpt-oss"
 export AGENTRT_GOLDEN_PYTHON="$cache/venv-golden/bin/python"
 export AGENTRT_SGLANG_PYTHON="$cache/venv-sglang/bin/python"
 export AGENTRT_MCP_PYTHON="$cache/venv-mcp/bin/python"
+export AGENTRT_SMG="$cache/venv-smg/bin/smg"
+export AGENTRT_SGLANG_ROUTER="$cache/venv-sglang-router/bin/sglang-router"
 export AGENTRT_SDK_PYTHON="$cache/venv-sdks/bin/python"
 export AGENTRT_PYTHON_WASM="$cache/python-wasi-3.12.0/package/dist/python.wasm"
 EOT
