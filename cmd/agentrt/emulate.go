@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
@@ -42,6 +43,8 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	maxRunning := fs.Int("max-running-requests", 0, "requests generating at once; the rest queue (0: unlimited)")
 	maxQueued := fs.Int("max-queued-requests", 0, "queue bound; beyond it /generate answers 503 (0: unlimited)")
 	cacheTokens := fs.Int("cache-tokens", def.CacheTokens, "prefix-cache capacity in tokens")
+	kvTokens := fs.Int("kv-tokens", 0, "KV-capacity model: running requests share this many tokens; overfilled, the one that needs a token is retracted and prefilled again later, as SGLang (0: off)")
+	drainTimeout := fs.Duration("drain-timeout", 60*time.Second, "on SIGTERM, /health and /ready answer 503 while requests in flight finish, for at most this long (0: until they have; a second signal quits at once)")
 	weightVersion := fs.String("weight-version", def.WeightVersion, "initial weight_version")
 	modelPath := fs.String("model-path", "", "model_path reported by /model_info and /v1/models (default: --model)")
 	stopIDs := fs.String("stop-ids", "", "comma-separated stop ids (default: the model's EOS ids)")
@@ -68,6 +71,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	cfg.NonCanonicalRate, cfg.MalformedRate, cfg.ThinkRate, cfg.WrongAnswerRate = *nonCanonical, *malformed, *think, *wrong
 	cfg.ContextLength, cfg.MaxRunningRequests, cfg.MaxQueuedRequests = *ctxLen, *maxRunning, *maxQueued
 	cfg.CacheTokens, cfg.WeightVersion = *cacheTokens, *weightVersion
+	cfg.KVTokens, cfg.DrainTimeout = *kvTokens, *drainTimeout
 	cfg.APIKey, cfg.IncrementalStreaming, cfg.ThinkWords, cfg.IgnoreRID = *apiKey, *incremental, *thinkWords, *ignoreRID
 	var err error
 	if cfg.Latency, err = emulator.ParseLatency(*latency); err != nil {

@@ -182,6 +182,14 @@ type Config struct {
 	MaxQueuedRequests int `toml:"max_queued_requests"`
 	// CacheTokens bounds the radix prefix cache (tokens); least recently used leaves are evicted beyond it.
 	CacheTokens int `toml:"cache_tokens"`
+	// KVTokens turns on the KV-capacity model (0: off): the running requests' prompt and output tokens share a
+	// pool of this many tokens (SGLang's max_total_num_tokens); a request whose prompt does not fit waits, and
+	// one that runs out of room while decoding is retracted (freed, re-queued, and prefilled again on
+	// re-admission), as SGLang does. /v1/loads reports the pool's token_usage and the retracted queue.
+	KVTokens int `toml:"kv_tokens"`
+	// DrainTimeout bounds the drain of Run's shutdown (0: wait until every request has finished, as SGLang's
+	// SIGTERM watchdog does); what is still running then is aborted.
+	DrainTimeout time.Duration `toml:"drain_timeout"`
 	// Latency is the timing model.
 	Latency Latency `toml:"latency"`
 	// Faults are injected fault rates.
@@ -256,8 +264,8 @@ func (c *Config) Validate() error {
 	if c.VocabSize < 2 {
 		return fmt.Errorf("emulator: vocab_size %d: want at least 2", c.VocabSize)
 	}
-	if c.MaxRunningRequests < 0 || c.MaxQueuedRequests < 0 || c.CacheTokens < 0 || c.ThinkWords < 0 {
-		return fmt.Errorf("emulator: max_running_requests, max_queued_requests, cache_tokens and think_words must be >= 0")
+	if c.MaxRunningRequests < 0 || c.MaxQueuedRequests < 0 || c.CacheTokens < 0 || c.ThinkWords < 0 || c.KVTokens < 0 || c.DrainTimeout < 0 {
+		return fmt.Errorf("emulator: max_running_requests, max_queued_requests, cache_tokens, kv_tokens, drain_timeout and think_words must be >= 0")
 	}
 	if c.Latency.Fixed < 0 || c.Latency.PerPromptToken < 0 || c.Latency.PerOutputToken < 0 {
 		return fmt.Errorf("emulator: latency durations must be >= 0")

@@ -336,10 +336,12 @@ func TestQueueFull(t *testing.T) {
 	testutil.Wait(t, "the second generate to answer", done)
 }
 
+// A drain that cannot end (a stall of an hour) is cut at drain_timeout: what is left is aborted.
 func TestRunShutdown(t *testing.T) {
 	m := qwen(t)
 	cfg := testConfig(m)
 	cfg.Faults = Faults{Stall: 1, StallFor: time.Hour}
+	cfg.DrainTimeout = time.Millisecond
 	srv, err := New(cfg, m.Tokenizer)
 	if err != nil {
 		t.Fatal(err)

@@ -378,6 +378,24 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		o.fr = finishReason{kind: "abort", message: it.abortMsg, statusCode: http.StatusBadRequest, errType: "BadRequestError"}
 		return o
 	}
+	// KV model: the prompt's tokens are taken before prefill; kvt is this request's hold on the pool
+	var kvt kvTicket
+	holding := false
+	if s.kv != nil {
+		t, ok := s.kv.admit(ctx, j.abortCh, len(it.inputIDs), false)
+		if !ok {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return waitingAbort()
+		}
+		kvt, holding = t, true
+		defer func() {
+			if holding {
+				s.kv.release(kvt)
+			}
+		}()
+	}
 	ns := it.extraKey
 	o.cached = min(s.cache.match(ns, it.inputIDs), maxPrefixLen(it))
 	s.plan(o)
@@ -414,7 +432,7 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 	}
 	t0 := time.Now()
 	o.decodeT0 = t0
-	if emit == nil && lat.PerOutputToken > 0 && total > 0 {
+	if emit == nil && lat.PerOutputToken > 0 && total > 0 && s.kv == nil {
 		// not streaming: one timer for the whole decode (10,000 concurrent requests must not mean a million
 		// wakeups a second); an abort keeps the ids "generated" so far
 		if !s.waitUnpaused(ctx, j) {
@@ -446,6 +464,30 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 			return aborted()
 		}
 		next := min(total, o.n+step)
+		if s.kv != nil && !s.kv.grow(&kvt, next-o.n) {
+			// out of KV room: retracted, as SGLang's retract_decode; back in line, then prefill prompt and output
+			// so far again and decode on (the decode clock restarts after the recompute)
+			s.kv.retract(kvt)
+			holding = false
+			t, ok := s.kv.admit(ctx, j.abortCh, len(it.inputIDs)+o.n, true)
+			if !ok {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return aborted()
+			}
+			kvt, holding = t, true
+			if d := lat.Fixed + lat.PerPromptToken*time.Duration(len(it.inputIDs)+o.n); d > 0 {
+				switch s.sleep(ctx, j, d) {
+				case sleepGone:
+					return nil
+				case sleepAborted:
+					return aborted()
+				}
+			}
+			t0 = time.Now().Add(-lat.PerOutputToken * time.Duration(o.n))
+			continue
+		}
 		if lat.PerOutputToken > 0 {
 			if d := time.Until(t0.Add(lat.PerOutputToken * time.Duration(next))); d > 0 {
 				switch s.sleep(ctx, j, d) {

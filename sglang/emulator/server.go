@@ -27,6 +27,7 @@ type Server struct {
 	log   *slog.Logger
 	mux   *http.ServeMux
 	cache *radixCache
+	kv    *kvPool // nil without Config.KVTokens
 	tc    *tokCache
 	start time.Time
 	sem   chan struct{}
@@ -40,6 +41,8 @@ type Server struct {
 	versions      []versionChange // weight version history, for requests that decode across an update
 	closed        bool
 	closeCh       chan struct{} // closed when the server starts shutting down
+	draining      bool          // SIGTERM: /health and /ready answer 503, requests still run (SGLang's gracefully_exit)
+	drained       chan struct{} // closed when draining and no generation is left
 	inflight      sync.WaitGroup
 	handlers      int
 
@@ -88,11 +91,16 @@ func New(cfg Config, tok Tokenizer, opts ...Option) (*Server, error) {
 	if cfg.MaxRunningRequests > 0 {
 		s.sem = make(chan struct{}, cfg.MaxRunningRequests)
 	}
+	if cfg.KVTokens > 0 {
+		s.kv = newKVPool(cfg.KVTokens)
+	}
 	m := http.NewServeMux()
 	m.HandleFunc("POST /generate", s.handleGenerate)
 	m.HandleFunc("PUT /generate", s.handleGenerate)
 	m.HandleFunc("GET /health", s.handleHealth)
 	m.HandleFunc("GET /health_generate", s.handleHealth)
+	m.HandleFunc("GET /ready", s.handleReady)
+	m.HandleFunc("GET /v1/loads", s.handleLoads)
 	m.HandleFunc("GET /model_info", s.handleModelInfo)
 	m.HandleFunc("GET /get_model_info", s.handleModelInfo)
 	m.HandleFunc("GET /server_info", s.handleServerInfo)
@@ -169,8 +177,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(lw, r.WithContext(context.WithValue(r.Context(), logKey{}, rec)))
 }
 
-// Run serves on ln until ctx is done, then shuts down: it aborts generations in flight, stops accepting, and
-// returns after the handlers have returned (at most 5 s after ctx is done).
+// Run serves on ln until ctx is done, then shuts down as SGLang does on SIGTERM: it drains (/health and /ready
+// answer 503 so that gateways route elsewhere, while the requests in flight, and any that still arrive, run to
+// their end; Config.DrainTimeout bounds it), then aborts what is left, stops accepting, and returns after the
+// handlers have returned.
 func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: 30 * time.Second}
 	errc := make(chan error, 1)
@@ -179,6 +189,15 @@ func (s *Server) Run(ctx context.Context, ln net.Listener) error {
 	case err := <-errc:
 		return fmt.Errorf("emulator: serve: %w", err)
 	case <-ctx.Done():
+	}
+	dctx := context.Background()
+	if s.cfg.DrainTimeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeout(dctx, s.cfg.DrainTimeout)
+		defer cancel()
+	}
+	if err := s.Drain(dctx); err != nil {
+		s.log.Warn("emulator: drain cut short; aborting what is left", "err", err)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -203,6 +222,27 @@ func (s *Server) Close(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("emulator: close: %w", context.Cause(ctx))
+	}
+}
+
+// Drain marks the server as shutting down the way SGLang's SIGTERM handler does (/health, /health_generate and
+// /ready answer 503; generation requests are still served) and waits until no generation is in flight, or ctx.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining {
+		s.draining = true
+		s.drained = make(chan struct{})
+		if len(s.jobs) == 0 {
+			close(s.drained)
+		}
+	}
+	ch := s.drained
+	s.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("emulator: drain: %d generations still running: %w", s.busy(), context.Cause(ctx))
 	}
 }
 
@@ -261,6 +301,13 @@ func (s *Server) unregister(j *job) {
 	} else {
 		s.jobs[j.rid] = js
 	}
+	if s.draining && len(s.jobs) == 0 {
+		select {
+		case <-s.drained:
+		default:
+			close(s.drained)
+		}
+	}
 }
 
 func (s *Server) abortAll() {
@@ -310,6 +357,26 @@ func (s *Server) waitUnpaused(ctx context.Context, j *job) bool {
 // Simple endpoints.
 
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	draining := s.draining
+	s.mu.Unlock()
+	if draining {
+		w.WriteHeader(http.StatusServiceUnavailable) // SGLang: 503, empty body, during a graceful exit
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+}
+
+// handleReady is SGLang's /ready: 200 when the server should get new requests, 503 (empty body) while paused or
+// shutting down.
+func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	ready := !s.draining && s.paused == nil
+	s.mu.Unlock()
+	if !ready {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
 }
 
