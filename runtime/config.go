@@ -287,7 +287,12 @@ func (c *Config) Validate() error {
 			}
 		}
 		if err := c.SGLang.Validate(); err != nil {
-			return &FieldError{"sglang.workers", strings.TrimPrefix(err.Error(), "sglang: config: ")}
+			msg := strings.TrimPrefix(err.Error(), "sglang: config: ")
+			key := "sglang.workers"
+			if k, _, ok := strings.Cut(msg, " "); ok && strings.HasPrefix(k, "adaptive.") {
+				key = "sglang." + strings.TrimRight(k, ",")
+			}
+			return &FieldError{key, msg}
 		}
 	}
 	if c.Server.Concurrency <= 0 {

@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -163,5 +165,68 @@ func BenchmarkEncodeRequest(b *testing.B) {
 		if _, err := req.MarshalJSON(); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkAdaptiveLimit compares fixed per-worker limits with the adaptive one (sglang.AdaptiveConfig) against an
+// emulator whose KV pool (emulator.Config.KVTokens) holds about 18 requests: 256 callers, each request a ~200-token
+// prompt and 256 generated tokens (ignore_eos). A limit too low leaves the pool idle; one too high overfills it,
+// and the worker retracts requests (freed, queued, prefilled again). Run with -benchtime=400x (b.N = requests).
+func BenchmarkAdaptiveLimit(b *testing.B) {
+	tok := qwenTokenizer(b)
+	prompt := qwenPrompt(tok, strings.Repeat("Sum the numbers 1 to 10 and explain each step. ", 16))
+	const outTokens = 256
+	kv := (len(prompt) + outTokens) * 18
+	for _, v := range []struct {
+		name     string
+		limit    int
+		adaptive bool
+	}{{"fixed=4", 4, false}, {"fixed=16", 16, false}, {"fixed=64", 64, false}, {"fixed=256", 256, false}, {"adaptive", 256, true}} {
+		b.Run(v.name, func(b *testing.B) {
+			srv, url := startEmulator(b, func(c *emulator.Config) {
+				c.KVTokens = kv
+				c.Latency = emulator.Latency{Fixed: 2 * time.Millisecond, PerPromptToken: 20 * time.Microsecond, PerOutputToken: 200 * time.Microsecond}
+			})
+			cfg := sglang.DefaultConfig()
+			cfg.Workers = []string{url}
+			cfg.MaxInFlightPerWorker = v.limit
+			cfg.Adaptive = sglang.AdaptiveConfig{Enabled: v.adaptive, Initial: 4, Interval: 20 * time.Millisecond}
+			c, err := sglang.New(cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			var next atomic.Int64
+			var wg sync.WaitGroup
+			lat := make([]time.Duration, b.N)
+			b.ResetTimer()
+			start := time.Now()
+			for range 256 {
+				wg.Go(func() {
+					for {
+						i := next.Add(1) - 1
+						if i >= int64(b.N) {
+							return
+						}
+						t0 := time.Now()
+						_, err := c.Generate(b.Context(), "", &sglang.GenerateRequest{InputIDs: prompt, RID: "a-" + strconv.FormatInt(i, 10),
+							SamplingParams: sglang.SamplingParams{MaxNewTokens: outTokens, IgnoreEOS: true}})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						lat[i] = time.Since(t0)
+					}
+				})
+			}
+			wg.Wait()
+			el := time.Since(start)
+			b.StopTimer()
+			slices.Sort(lat)
+			b.ReportMetric(float64(b.N)/el.Seconds(), "req/s")
+			b.ReportMetric(float64(srv.Retractions())/float64(b.N), "retractions/op")
+			b.ReportMetric(float64(lat[len(lat)/2].Milliseconds()), "p50-ms")
+			b.ReportMetric(float64(c.Stats().Workers[0].Limit), "final-limit")
+		})
 	}
 }

@@ -44,6 +44,7 @@ type Client struct {
 	rr         atomic.Uint64
 	retries    atomic.Uint64
 	closed     atomic.Bool
+	done       chan struct{} // closed by Close: stops the adaptive controllers
 
 	inflight sync.Map // base rid -> *pending, for each Generate in progress (for AbortRequest)
 }
@@ -60,7 +61,7 @@ type pending struct {
 type worker struct {
 	url  string
 	seed uint64
-	sem  chan struct{}
+	lim  limiter
 
 	inFlight atomic.Int64
 	queued   atomic.Int64
@@ -85,6 +86,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		cfg:     cfg,
 		log:     o.logger,
 		backoff: o.backoff,
+		done:    make(chan struct{}),
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -95,8 +97,14 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		c.hc = &http.Client{Transport: newTransport(cfg.MaxInFlightPerWorker)}
 		c.ownsHC = true
 	}
+	cfg.Adaptive.fill()
+	c.cfg.Adaptive = cfg.Adaptive
+	limit := cfg.MaxInFlightPerWorker
+	if cfg.Adaptive.Enabled {
+		limit = min(max(cfg.Adaptive.Initial, cfg.Adaptive.Min), cfg.MaxInFlightPerWorker)
+	}
 	for _, u := range cfg.Workers {
-		c.workers = append(c.workers, newWorker(u, cfg.MaxInFlightPerWorker))
+		c.workers = append(c.workers, newWorker(u, limit))
 	}
 	if cfg.Gateway != "" {
 		c.gateway = newWorker(cfg.Gateway, cfg.MaxInFlightPerWorker)
@@ -104,12 +112,17 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 	} else {
 		c.generators = c.workers
 	}
+	if cfg.Adaptive.Enabled {
+		for _, w := range c.workers {
+			go c.adaptLoop(w) // until Close
+		}
+	}
 	return c, nil
 }
 
 func newWorker(u string, limit int) *worker {
 	u = normalizeURL(u)
-	return &worker{url: u, seed: hashString(u), sem: make(chan struct{}, limit)}
+	return &worker{url: u, seed: hashString(u), lim: limiter{limit: limit}}
 }
 
 // newTransport is tuned for thousands of concurrent long requests to a few hosts (go-libs-measured.md §6):
@@ -138,7 +151,9 @@ func newTransport(perHost int) *http.Transport {
 
 // Close releases idle connections. Calls made after Close fail with ErrClosed; calls in flight finish.
 func (c *Client) Close() error {
-	c.closed.Store(true)
+	if !c.closed.Swap(true) {
+		close(c.done)
+	}
 	if c.ownsHC {
 		c.hc.CloseIdleConnections()
 	}
@@ -536,18 +551,16 @@ func (c *Client) Rank(episodeID string) []string {
 
 func (c *Client) release(w *worker) {
 	w.inFlight.Add(-1)
-	<-w.sem
+	w.lim.release()
 }
 
 func (w *worker) tryAcquire() bool {
-	select {
-	case w.sem <- struct{}{}:
-		w.inFlight.Add(1)
-		w.requests.Add(1)
-		return true
-	default:
+	if !w.lim.tryAcquire() {
 		return false
 	}
+	w.inFlight.Add(1)
+	w.requests.Add(1)
+	return true
 }
 
 func (w *worker) acquire(ctx context.Context) error {
@@ -556,14 +569,12 @@ func (w *worker) acquire(ctx context.Context) error {
 	}
 	w.queued.Add(1)
 	defer w.queued.Add(-1)
-	select {
-	case w.sem <- struct{}{}:
-		w.inFlight.Add(1)
-		w.requests.Add(1)
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
+	if err := w.lim.acquire(ctx); err != nil {
+		return err
 	}
+	w.inFlight.Add(1)
+	w.requests.Add(1)
+	return nil
 }
 
 func (w *worker) healthy(now time.Time) bool {
@@ -640,6 +651,8 @@ type WorkerStats struct {
 	Requests, Failures uint64
 	// Healthy is false while the worker is marked unhealthy.
 	Healthy bool
+	// Limit is the in-flight bound now (max_in_flight_per_worker, or the adaptive one).
+	Limit int
 }
 
 // Stats returns a snapshot of the counters.
@@ -654,6 +667,7 @@ func (c *Client) Stats() Stats {
 			Requests: w.requests.Load(),
 			Failures: w.failures.Load(),
 			Healthy:  w.healthy(now),
+			Limit:    w.lim.current(),
 		}
 	}
 	return s

@@ -36,6 +36,8 @@ type Config struct {
 	UnhealthyFor time.Duration `toml:"unhealthy_for"`
 	// APIKey, if set, is sent as "Authorization: Bearer <key>" (SGLang's --api-key / --admin-api-key).
 	APIKey string `toml:"api_key"`
+	// Adaptive replaces each worker's fixed bound with one driven by the worker's /v1/loads (AdaptiveConfig).
+	Adaptive AdaptiveConfig `toml:"adaptive"`
 }
 
 // RetryConfig is the retry policy. The delay before attempt n+1 is
@@ -121,7 +123,7 @@ func (c *Config) Validate() error {
 	case c.UnhealthyFor < 0:
 		return fmt.Errorf("sglang: config: unhealthy_for must be >= 0, got %v", c.UnhealthyFor)
 	}
-	return nil
+	return c.Adaptive.validate(c)
 }
 
 func checkURL(s string) error {

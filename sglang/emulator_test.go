@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
@@ -330,4 +331,42 @@ func TestEmulatorMatchLimit(t *testing.T) {
 			t.Errorf("call %d: %d input logprobs, want %d", i, len(resp.MetaInfo.InputTokenLogprobs), wantIn)
 		}
 	}
+}
+
+// The adaptive limit follows the emulator's /v1/loads: from its initial 2 it grows while the KV pool has room
+// and requests wait on agentrt's side (here: the emulator is paused, so the pool stays empty while requests pile
+// up), and every request completes once generation continues.
+func TestEmulatorAdaptiveLimit(t *testing.T) {
+	tok := qwenTokenizer(t)
+	prompt := qwenPrompt(tok, "Count to ten.")
+	srv, url := startEmulator(t, func(c *emulator.Config) {
+		c.KVTokens = (len(prompt) + 64) * 12
+		c.Latency = emulator.Latency{PerOutputToken: 100 * time.Microsecond}
+	})
+	c := newClient(t, func(c *sglang.Config) {
+		c.MaxInFlightPerWorker = 16
+		c.Adaptive = sglang.AdaptiveConfig{Enabled: true, Initial: 2, Min: 2, Increase: 2, Interval: 5 * time.Millisecond}
+	}, url)
+	if l, err := c.Loads(t.Context(), url); err != nil || l.TokenUsage != 0 || l.Running != 0 {
+		t.Fatalf("Loads at rest = %+v, %v", l, err)
+	}
+	if err := c.PauseGeneration(t.Context(), url, "in_place"); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 48 {
+		wg.Go(func() {
+			resp, err := c.Generate(t.Context(), "", &sglang.GenerateRequest{InputIDs: prompt, RID: fmt.Sprint("ad-", i),
+				SamplingParams: sglang.SamplingParams{MaxNewTokens: 64, IgnoreEOS: true}})
+			if err != nil || len(resp.OutputIDs) != 64 {
+				t.Errorf("request %d: %v", i, err)
+			}
+		})
+	}
+	testutil.Until(t, "the adaptive limit to grow from 2 to the ceiling of 16", func() bool { return c.Stats().Workers[0].Limit == 16 })
+	if err := c.ContinueGeneration(t.Context(), url); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	t.Logf("limit %d, %d retractions", c.Stats().Workers[0].Limit, srv.Retractions())
 }

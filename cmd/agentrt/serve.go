@@ -113,6 +113,16 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 			}
 			return float64(n)
 		},
+		SGLangLimit: func() float64 {
+			if sys == nil {
+				return 0
+			}
+			n := 0
+			for _, w := range sys.client.Stats().Workers {
+				n += w.Limit
+			}
+			return float64(n)
+		},
 		PluginLogsDropped: func() float64 {
 			if sys == nil {
 				return 0

@@ -20,6 +20,7 @@ type Gauges struct {
 	InFlight     func() float64 // episodes running
 	SpoolBacklog func() float64 // trajectories spooled and not yet acked
 	SGLangQueued func() float64 // /generate calls waiting for a worker slot
+	SGLangLimit  func() float64 // in-flight bound over all workers (sglang.adaptive moves it)
 	// StaleWeightConsumers: consumers whose weight_version has not changed for server.weight_version_warn_after
 	StaleWeightConsumers func() float64
 	// PluginLogsDropped counts plugin log lines dropped past the per-call budget (a counter, read at scrape time).
@@ -83,6 +84,8 @@ func New(g Gauges) *Metrics {
 	gauge("agentrt_episodes_in_flight", "Episodes running.", g.InFlight)
 	gauge("agentrt_spool_backlog", "Trajectories in the spool, not yet acked by a trainer.", g.SpoolBacklog)
 	gauge("agentrt_sglang_queued_requests", "/generate calls waiting for a worker slot.", g.SGLangQueued)
+	gauge("agentrt_sglang_in_flight_limit", "The /generate in-flight bound summed over workers (max_in_flight_per_worker, "+
+		"or the adaptive limits of sglang.adaptive).", g.SGLangLimit)
 	gauge("agentrt_weight_version_stale_consumers", "Consumers whose trajectories kept one weight_version for "+
 		"server.weight_version_warn_after: the SGLang server is probably not the one the trainer updates.", g.StaleWeightConsumers)
 	if g.PluginLogsDropped != nil {

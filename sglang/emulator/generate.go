@@ -382,7 +382,7 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 	var kvt kvTicket
 	holding := false
 	if s.kv != nil {
-		t, ok := s.kv.admit(ctx, j.abortCh, len(it.inputIDs), false)
+		t, ok := s.kv.admit(ctx, j.abortCh, len(it.inputIDs), reserveNewTokens(it), false)
 		if !ok {
 			if ctx.Err() != nil {
 				return nil
@@ -410,6 +410,9 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 	}
 	lat := s.cfg.Latency
 	// prefill
+	if s.kv != nil {
+		s.kv.prefill(lat.PerPromptToken * time.Duration(len(it.inputIDs)-o.cached))
+	}
 	if d := lat.Fixed + lat.PerPromptToken*time.Duration(len(it.inputIDs)-o.cached); d > 0 {
 		switch s.sleep(ctx, j, d) {
 		case sleepGone:
@@ -431,6 +434,10 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		step = total
 	}
 	t0 := time.Now()
+	var stall0 time.Duration // KV model: prefill time that stalled this request's decode starts counting here
+	if s.kv != nil {
+		stall0 = s.kv.stalled()
+	}
 	o.decodeT0 = t0
 	if emit == nil && lat.PerOutputToken > 0 && total > 0 && s.kv == nil {
 		// not streaming: one timer for the whole decode (10,000 concurrent requests must not mean a million
@@ -469,7 +476,7 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 			// so far again and decode on (the decode clock restarts after the recompute)
 			s.kv.retract(kvt)
 			holding = false
-			t, ok := s.kv.admit(ctx, j.abortCh, len(it.inputIDs)+o.n, true)
+			t, ok := s.kv.admit(ctx, j.abortCh, len(it.inputIDs)+o.n, reserveNewTokens(it)-o.n, true)
 			if !ok {
 				if ctx.Err() != nil {
 					return nil
@@ -477,6 +484,7 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 				return aborted()
 			}
 			kvt, holding = t, true
+			s.kv.prefill(lat.PerPromptToken * time.Duration(len(it.inputIDs)+o.n))
 			if d := lat.Fixed + lat.PerPromptToken*time.Duration(len(it.inputIDs)+o.n); d > 0 {
 				switch s.sleep(ctx, j, d) {
 				case sleepGone:
@@ -486,10 +494,15 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 				}
 			}
 			t0 = time.Now().Add(-lat.PerOutputToken * time.Duration(o.n))
+			stall0 = s.kv.stalled()
 			continue
 		}
 		if lat.PerOutputToken > 0 {
-			if d := time.Until(t0.Add(lat.PerOutputToken * time.Duration(next))); d > 0 {
+			due := t0.Add(lat.PerOutputToken * time.Duration(next))
+			if s.kv != nil {
+				due = due.Add(s.kv.stalled() - stall0) // prefills since the decode started held it up
+			}
+			if d := time.Until(due); d > 0 {
 				switch s.sleep(ctx, j, d) {
 				case sleepGone:
 					return nil
@@ -514,6 +527,15 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		emit(o, o.n, true)
 	}
 	return o
+}
+
+// reserveNewTokens is the output a request reserves at admission: max_new_tokens (SGLang clips it at 4096; a
+// null max_new_tokens reserves the clip).
+func reserveNewTokens(it *genItem) int {
+	if it.params.maxNewTokens < 0 {
+		return kvClipNewToks
+	}
+	return it.params.maxNewTokens
 }
 
 // cacheFinished inserts prompt + output into the prefix cache; the last output token never went through the

@@ -10,56 +10,100 @@ import (
 	"time"
 )
 
-// kvPool models SGLang's KV-cache token pool (max_total_num_tokens) when Config.KVTokens is set. A request is
-// admitted when its prompt fits (SGLang's optimistic admission); while it decodes it takes one token per output
-// token. When the pool runs out, the request that needs the token is retracted, as SGLang's retract_decode does:
-// its tokens are freed, it waits in line again, and on re-admission it pays the prefill of everything it had
-// (prompt and output so far) before it decodes on. The oldest running request is never retracted (SGLang
-// retracts the least advanced ones first); it may overfill the pool by its own output, so the pool always makes
-// progress. Overfilling a worker therefore costs throughput, which is what
-// an adaptive client limit (sglang.Config.Adaptive) avoids.
+// kvPool models SGLang's KV-cache token pool (max_total_num_tokens) when Config.KVTokens is set, with the
+// scheduler's admission and retraction rules (sglang/srt/managers/schedule_policy.py, scheduler.py):
+//
+//   - a request is admitted when its prompt fits next to a reservation for the output still to come of every
+//     running request and its own: used + prompt + new_token_ratio × Σ remaining <= capacity, where remaining is
+//     max_new_tokens (clipped at 4096) minus what was generated;
+//   - new_token_ratio starts at 0.7 and decays towards 0.1 while decoding goes well, so a busy worker admits
+//     more and more optimistically; while decoding, each output token takes one token of the pool;
+//   - when the pool runs out, the request that needs the token is retracted (retract_decode): its tokens are
+//     freed, it waits in line again, and on re-admission it pays the prefill of everything it had (prompt and
+//     output so far); new_token_ratio jumps back to 1. The oldest running request is never retracted (SGLang
+//     retracts the least advanced first), so the pool always makes progress;
+//   - prefill is compute the running requests share: each prefill (a new prompt's uncached tokens, or a retracted
+//     request's whole sequence) holds up every decode in progress by its duration, as SGLang's prefill batches do.
+//
+// Overfilling a worker therefore costs the whole worker throughput, which is what an adaptive client limit
+// (sglang.Config.Adaptive) avoids.
 type kvPool struct {
 	mu          sync.Mutex
 	capacity    int
 	used        int
 	running     int
+	reserved    int                 // Σ remaining output of the running requests
+	ratio       float64             // new_token_ratio
 	seq         uint64              // admissions so far: a running request's ticket
 	admitted    map[uint64]struct{} // tickets of the running requests
 	waiting     []*kvWaiter         // FIFO
 	retracted   int                 // waiting requests that were retracted (SGLang's queues.retracted)
 	retractions uint64              // retractions so far
+	prefilled   time.Duration       // prefill time so far: decodes in progress are held up by what is added
+}
+
+// prefill adds d of prefill compute, which delays every decode in progress.
+func (p *kvPool) prefill(d time.Duration) {
+	p.mu.Lock()
+	p.prefilled += d
+	p.mu.Unlock()
+}
+
+// stalled is the prefill time so far; a decode's delay is its growth since the decode started.
+func (p *kvPool) stalled() time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.prefilled
 }
 
 type kvWaiter struct {
 	need      int
+	remaining int
 	seq       uint64
 	retracted bool
 	ready     chan struct{}
 	granted   bool
 }
 
+// SGLang's new_token_ratio bounds (SGLANG_INIT_NEW_TOKEN_RATIO 0.7, a minimum of 0.14 of it) and the decay per
+// decoded token of a request, spread over the requests running (its default decay takes 600 decode steps).
+const (
+	kvInitRatio   = 0.7
+	kvMinRatio    = 0.1
+	kvRatioDecay  = (kvInitRatio - kvMinRatio) / 600
+	kvClipNewToks = 4096 // CLIP_MAX_NEW_TOKENS: the most output one request reserves
+)
+
 func newKVPool(capacity int) *kvPool {
-	return &kvPool{capacity: capacity, admitted: map[uint64]struct{}{}}
+	return &kvPool{capacity: capacity, ratio: kvInitRatio, admitted: map[uint64]struct{}{}}
 }
 
 // kvTicket is a running request's hold on the pool.
 type kvTicket struct {
-	seq  uint64
-	held int
+	seq       uint64
+	held      int
+	remaining int // output still to come, as reserved
 }
 
-// admit waits until need tokens fit (after everyone in line before it), then takes them. A need above the
-// pool's capacity is capped at it (one request may fill the pool). It returns false if the request was aborted
-// or its client went away first.
-func (p *kvPool) admit(ctx context.Context, abort <-chan struct{}, need int, retracted bool) (kvTicket, bool) {
+// fitsLocked is the admission rule: the prompt next to the reservation of every running request's remaining
+// output and its own. An empty pool takes anything.
+func (p *kvPool) fitsLocked(need, remaining int) bool {
+	return p.running == 0 || float64(p.used+need)+p.ratio*float64(p.reserved+remaining) <= float64(p.capacity)
+}
+
+// admit waits until need prompt tokens fit next to the reservation for remaining output tokens (after everyone
+// in line before it), then takes them. A need above the pool's capacity is capped at it. It returns false if the
+// request was aborted or its client went away first.
+func (p *kvPool) admit(ctx context.Context, abort <-chan struct{}, need, remaining int, retracted bool) (kvTicket, bool) {
 	need = min(need, p.capacity)
+	remaining = min(max(remaining, 0), kvClipNewToks)
 	p.mu.Lock()
-	if len(p.waiting) == 0 && p.used+need <= p.capacity {
-		t := p.startLocked(need)
+	if len(p.waiting) == 0 && p.fitsLocked(need, remaining) {
+		t := p.startLocked(need, remaining)
 		p.mu.Unlock()
 		return t, true
 	}
-	w := &kvWaiter{need: need, retracted: retracted, ready: make(chan struct{})}
+	w := &kvWaiter{need: need, remaining: remaining, retracted: retracted, ready: make(chan struct{})}
 	p.waiting = append(p.waiting, w)
 	if retracted {
 		p.retracted++
@@ -67,14 +111,14 @@ func (p *kvPool) admit(ctx context.Context, abort <-chan struct{}, need int, ret
 	p.mu.Unlock()
 	select {
 	case <-w.ready:
-		return kvTicket{w.seq, need}, true
+		return kvTicket{w.seq, need, remaining}, true
 	case <-abort:
 	case <-ctx.Done():
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if w.granted { // granted while we gave up: hand the tokens back
-		p.releaseLocked(kvTicket{w.seq, need})
+		p.releaseLocked(kvTicket{w.seq, need, remaining})
 		return kvTicket{}, false
 	}
 	for i, x := range p.waiting {
@@ -89,12 +133,13 @@ func (p *kvPool) admit(ctx context.Context, abort <-chan struct{}, need int, ret
 	return kvTicket{}, false
 }
 
-func (p *kvPool) startLocked(need int) kvTicket {
+func (p *kvPool) startLocked(need, remaining int) kvTicket {
 	p.seq++
 	p.used += need
+	p.reserved += remaining
 	p.running++
 	p.admitted[p.seq] = struct{}{}
-	return kvTicket{p.seq, need}
+	return kvTicket{p.seq, need, remaining}
 }
 
 // grow takes n more tokens for a running request; false (nothing taken) if they do not fit and the request is
@@ -111,6 +156,10 @@ func (p *kvPool) grow(t *kvTicket, n int) bool {
 	}
 	p.used += n
 	t.held += n
+	r := min(n, t.remaining)
+	t.remaining -= r
+	p.reserved -= r
+	p.ratio = max(kvMinRatio, p.ratio-kvRatioDecay*float64(n)/float64(max(p.running, 1)))
 	return true
 }
 
@@ -119,6 +168,7 @@ func (p *kvPool) retract(t kvTicket) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.retractions++
+	p.ratio = 1
 	p.releaseLocked(t)
 }
 
@@ -131,12 +181,13 @@ func (p *kvPool) release(t kvTicket) {
 
 func (p *kvPool) releaseLocked(t kvTicket) {
 	p.used -= t.held
+	p.reserved -= t.remaining
 	p.running--
 	delete(p.admitted, t.seq)
-	for len(p.waiting) > 0 && p.used+p.waiting[0].need <= p.capacity {
+	for len(p.waiting) > 0 && p.fitsLocked(p.waiting[0].need, p.waiting[0].remaining) {
 		w := p.waiting[0]
 		p.waiting = p.waiting[1:]
-		w.seq = p.startLocked(w.need).seq
+		w.seq = p.startLocked(w.need, w.remaining).seq
 		if w.retracted {
 			p.retracted--
 		}

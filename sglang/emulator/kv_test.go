@@ -20,11 +20,11 @@ import (
 func TestKVPool(t *testing.T) {
 	p := newKVPool(100)
 	ctx := context.Background()
-	a, ok := p.admit(ctx, nil, 40, false)
+	a, ok := p.admit(ctx, nil, 40, 0, false)
 	if !ok {
 		t.Fatal("a not admitted")
 	}
-	b, ok := p.admit(ctx, nil, 40, false)
+	b, ok := p.admit(ctx, nil, 40, 0, false)
 	if !ok {
 		t.Fatal("b not admitted")
 	}
@@ -37,7 +37,7 @@ func TestKVPool(t *testing.T) {
 	p.retract(b)
 	cAdmitted := make(chan kvTicket, 1)
 	go func() {
-		c, _ := p.admit(ctx, nil, 70, true) // b's prompt and output, prefilled again
+		c, _ := p.admit(ctx, nil, 70, 0, true) // b's prompt and output, prefilled again
 		cAdmitted <- c
 	}()
 	testutil.Until(t, "the retracted request to wait in line", func() bool { return p.stats().retracted == 1 })
@@ -63,16 +63,36 @@ func TestKVPool(t *testing.T) {
 		t.Fatalf("stats at rest = %+v", st)
 	}
 	// an abandoned wait hands nothing out
-	d, _ := p.admit(ctx, nil, 100, false)
+	d, _ := p.admit(ctx, nil, 100, 0, false)
 	abort := make(chan struct{})
 	close(abort)
-	if _, ok := p.admit(ctx, abort, 10, false); ok {
+	if _, ok := p.admit(ctx, abort, 10, 0, false); ok {
 		t.Fatal("an aborted waiter was admitted")
 	}
 	p.release(d)
 	if st := p.stats(); st.used != 0 || st.waiting != 0 {
 		t.Fatalf("stats after the abandoned wait = %+v", st)
 	}
+
+	// Admission reserves new_token_ratio × the output still to come (0.7 at first), and a retraction makes the
+	// next admissions conservative (ratio 1).
+	p = newKVPool(100)
+	a, _ = p.admit(ctx, nil, 10, 50, false) // 10 + 0.7×50 = 45
+	b, _ = p.admit(ctx, nil, 10, 50, false) // 20 + 0.7×100 = 90
+	p.mu.Lock()
+	fits := p.fitsLocked(10, 50) // 30 + 0.7×150 = 135
+	p.mu.Unlock()
+	if fits {
+		t.Fatal("a third request fits past the reservation")
+	}
+	if !p.grow(&a, 40) || a.remaining != 10 || p.reserved != 60 || p.ratio >= kvInitRatio {
+		t.Fatalf("after a grew: remaining %d, reserved %d, ratio %v", a.remaining, p.reserved, p.ratio)
+	}
+	p.retract(b)
+	if p.ratio != 1 || p.reserved != 10 {
+		t.Fatalf("after a retraction: ratio %v, reserved %d", p.ratio, p.reserved)
+	}
+	p.release(a)
 }
 
 // Under a KV pool too small for the requests sent at once, replies are the same as without the model (a

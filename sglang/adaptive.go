@@ -1,0 +1,265 @@
+package sglang
+
+import (
+	"container/list"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// limiter is a worker's in-flight bound: a counting semaphore whose size can change while requests wait (the
+// adaptive controller moves it). Waiters are served in arrival order.
+type limiter struct {
+	mu      sync.Mutex
+	limit   int
+	inUse   int
+	waiters list.List // of chan struct{}, closed when granted
+}
+
+func (l *limiter) tryAcquire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.inUse < l.limit && l.waiters.Len() == 0 {
+		l.inUse++
+		return true
+	}
+	return false
+}
+
+func (l *limiter) acquire(ctx context.Context) error {
+	l.mu.Lock()
+	if l.inUse < l.limit && l.waiters.Len() == 0 {
+		l.inUse++
+		l.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{})
+	e := l.waiters.PushBack(ch)
+	l.mu.Unlock()
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		select {
+		case <-ch: // granted meanwhile: give it back
+			l.inUse--
+			l.grantLocked()
+		default:
+			l.waiters.Remove(e)
+		}
+		return context.Cause(ctx)
+	}
+}
+
+func (l *limiter) release() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.inUse--
+	l.grantLocked()
+}
+
+// setLimit changes the bound; a higher one admits waiters at once, a lower one lets requests in flight finish.
+func (l *limiter) setLimit(n int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.limit = n
+	l.grantLocked()
+}
+
+func (l *limiter) current() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.limit
+}
+
+func (l *limiter) grantLocked() {
+	for l.inUse < l.limit && l.waiters.Len() > 0 {
+		e := l.waiters.Front()
+		l.waiters.Remove(e)
+		l.inUse++
+		close(e.Value.(chan struct{}))
+	}
+}
+
+// AdaptiveConfig turns a worker's fixed in-flight bound into an AIMD one driven by the worker's own load signal
+// (SGLang's GET /v1/loads: KV token usage, waiting and retracted requests), as prime-rl does on vLLM: the limit
+// grows additively while the worker has KV room and agentrt has requests waiting for it, and shrinks
+// multiplicatively when the worker retracts (preempts) requests, so each worker stays busy without preemption
+// storms. max_in_flight_per_worker stays the ceiling.
+type AdaptiveConfig struct {
+	// Enabled turns it on (workers only: a gateway hides the workers' loads).
+	Enabled bool `toml:"enabled"`
+	// Initial is each worker's limit at start. Default 16.
+	Initial int `toml:"initial"`
+	// Min is the floor of the limit. Default 2.
+	Min int `toml:"min"`
+	// Interval is how often each worker's /v1/loads is read. Default 1s.
+	Interval time.Duration `toml:"interval"`
+	// TargetUsage is the KV token usage (0..1) below which the limit may grow. Default 0.9.
+	TargetUsage float64 `toml:"target_usage"`
+	// Increase is the additive step per interval. Default 4.
+	Increase int `toml:"increase"`
+	// Decrease is the factor applied when the worker retracts requests. Default 0.5.
+	Decrease float64 `toml:"decrease"`
+}
+
+func (a *AdaptiveConfig) fill() {
+	if a.Initial == 0 {
+		a.Initial = 16
+	}
+	if a.Min == 0 {
+		a.Min = 2
+	}
+	if a.Interval == 0 {
+		a.Interval = time.Second
+	}
+	if a.TargetUsage == 0 {
+		a.TargetUsage = 0.9
+	}
+	if a.Increase == 0 {
+		a.Increase = 4
+	}
+	if a.Decrease == 0 {
+		a.Decrease = 0.5
+	}
+}
+
+func (a *AdaptiveConfig) validate(c *Config) error {
+	if !a.Enabled {
+		return nil
+	}
+	switch {
+	case c.Gateway != "":
+		return fmt.Errorf("sglang: config: adaptive.enabled needs workers, not a gateway: a gateway does not serve its workers' /v1/loads")
+	case a.Initial < 0 || a.Min < 0 || a.Increase < 0 || a.Interval < 0:
+		return fmt.Errorf("sglang: config: adaptive.initial, adaptive.min, adaptive.increase and adaptive.interval must be >= 0")
+	case a.TargetUsage < 0 || a.TargetUsage > 1:
+		return fmt.Errorf("sglang: config: adaptive.target_usage must be in [0, 1], got %v", a.TargetUsage)
+	case a.Decrease < 0 || a.Decrease >= 1:
+		return fmt.Errorf("sglang: config: adaptive.decrease must be in (0, 1), got %v", a.Decrease)
+	}
+	return nil
+}
+
+// Load is one reading of a worker's /v1/loads, summed over its DP ranks.
+type Load struct {
+	// TokenUsage is the KV pool's used fraction (the highest over DP ranks).
+	TokenUsage float64
+	// Running, Waiting and Retracted count the worker's running, waiting and retracted (preempted, waiting to
+	// run again) requests.
+	Running, Waiting, Retracted int
+}
+
+// Loads reads a worker's GET /v1/loads (SGLang 0.5.x; sglang/srt/entrypoints/v1_loads.py).
+func (c *Client) Loads(ctx context.Context, server string) (Load, error) {
+	body, err := c.adminGet(ctx, server, "/v1/loads?include=core,queues")
+	if err != nil {
+		return Load{}, err
+	}
+	var r struct {
+		Loads []struct {
+			TokenUsage     float64 `json:"token_usage"`
+			NumRunningReqs int     `json:"num_running_reqs"`
+			NumWaitingReqs int     `json:"num_waiting_reqs"`
+			Queues         *struct {
+				Retracted int `json:"retracted"`
+			} `json:"queues"`
+		} `json:"loads"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil {
+		return Load{}, fmt.Errorf("sglang: %s/v1/loads: %w", server, err)
+	}
+	var l Load
+	for _, x := range r.Loads {
+		l.TokenUsage = max(l.TokenUsage, x.TokenUsage)
+		l.Running += x.NumRunningReqs
+		l.Waiting += x.NumWaitingReqs
+		if x.Queues != nil {
+			l.Retracted += x.Queues.Retracted
+		}
+	}
+	return l, nil
+}
+
+// adminGet is a GET to one worker bounded by AdminTimeout; a status other than 200 is an *HTTPError.
+func (c *Client) adminGet(ctx context.Context, server, path string) ([]byte, error) {
+	if _, ok := ctx.Deadline(); !ok && c.cfg.AdminTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.AdminTimeout)
+		defer cancel()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, normalizeURL(server)+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sglang: %s%s: %w", server, path, err)
+	}
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("sglang: %s%s: %w", server, path, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	if err != nil {
+		return nil, fmt.Errorf("sglang: %s%s: read: %w", server, path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, newHTTPError(server, "", resp.StatusCode, body)
+	}
+	return body, nil
+}
+
+// adapt moves a worker's limit after one load reading: multiplicative decrease when the worker retracted
+// requests, additive increase while it has KV room, nothing waits on its side, and agentrt uses the whole limit
+// (requests wait for a slot, or every slot is taken). It returns the new limit.
+func (c *Client) adapt(w *worker, l Load) int {
+	a := c.cfg.Adaptive
+	cur := w.lim.current()
+	next := cur
+	switch {
+	case l.Retracted > 0:
+		next = int(float64(cur) * a.Decrease)
+	case l.TokenUsage < a.TargetUsage && l.Waiting == 0 && (w.queued.Load() > 0 || int(w.inFlight.Load()) >= cur):
+		next = cur + a.Increase
+	}
+	next = min(max(next, a.Min), c.cfg.MaxInFlightPerWorker)
+	if next != cur {
+		w.lim.setLimit(next)
+	}
+	return next
+}
+
+// adaptLoop reads w's load every interval until the client closes. A worker without /v1/loads (SGLang before
+// 0.5) keeps its limit; that is logged once.
+func (c *Client) adaptLoop(w *worker) {
+	t := time.NewTicker(c.cfg.Adaptive.Interval)
+	defer t.Stop()
+	warned := false
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		l, err := c.Loads(context.Background(), w.url)
+		if err != nil {
+			if !warned {
+				c.log.Warn("sglang: adaptive concurrency: cannot read the worker's load; its limit stays", "server", w.url, "limit", w.lim.current(), "err", err)
+				warned = true
+			}
+			continue
+		}
+		warned = false
+		before := w.lim.current()
+		if after := c.adapt(w, l); after != before {
+			c.log.Debug("sglang: adaptive concurrency", "server", w.url, "limit", after, "was", before, "token_usage", l.TokenUsage, "waiting", l.Waiting, "retracted", l.Retracted)
+		}
+	}
+}

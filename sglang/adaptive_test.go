@@ -1,0 +1,148 @@
+package sglang
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/internal/testutil"
+)
+
+// The limiter grants in arrival order, follows a raised limit at once and a lowered one as requests finish, and
+// forgets a waiter whose context ends.
+func TestLimiter(t *testing.T) {
+	l := &limiter{limit: 2}
+	if !l.tryAcquire() || !l.tryAcquire() || l.tryAcquire() {
+		t.Fatal("want two slots of two")
+	}
+	granted := make(chan int, 3)
+	for i := range 2 {
+		go func() {
+			if err := l.acquire(context.Background()); err == nil {
+				granted <- i
+			}
+		}()
+		testutil.Until(t, "the waiter to queue", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.waiters.Len() == i+1 })
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() { gaveUp <- l.acquire(ctx) }()
+	testutil.Until(t, "the third waiter to queue", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.waiters.Len() == 3 })
+	l.setLimit(3)
+	if i, _ := testutil.Recv(t, "the first waiter to be granted by the raised limit", granted); i != 0 {
+		t.Fatalf("waiter %d granted first, want 0", i)
+	}
+	cancel()
+	if err, _ := testutil.Recv(t, "the cancelled waiter to give up", gaveUp); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled waiter: %v", err)
+	}
+	l.setLimit(1) // 3 in use: the next grant waits until only 0 remain in use
+	l.release()
+	l.release()
+	select {
+	case i := <-granted:
+		t.Fatalf("waiter %d granted above the lowered limit", i)
+	default:
+	}
+	l.release()
+	if i, _ := testutil.Recv(t, "the second waiter to be granted under the lowered limit", granted); i != 1 {
+		t.Fatalf("waiter %d granted, want 1", i)
+	}
+	if l.inUse != 1 || l.waiters.Len() != 0 {
+		t.Fatalf("in use %d, waiting %d", l.inUse, l.waiters.Len())
+	}
+}
+
+// adapt: additive increase only while the worker has room and the limit is used, multiplicative decrease on
+// retractions, within [min, max_in_flight_per_worker].
+func TestAdapt(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers = []string{"http://127.0.0.1:1"}
+	cfg.MaxInFlightPerWorker = 30
+	cfg.Adaptive = AdaptiveConfig{Enabled: true, Initial: 8, Min: 3, Interval: 1 << 62}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	w := c.workers[0]
+	if got := w.lim.current(); got != 8 {
+		t.Fatalf("initial limit %d", got)
+	}
+	steps := []struct {
+		name     string
+		inFlight int64
+		queued   int64
+		load     Load
+		want     int
+	}{
+		{"idle client: no growth", 0, 0, Load{TokenUsage: 0.1}, 8},
+		{"limit used, room: +4", 8, 0, Load{TokenUsage: 0.5}, 12},
+		{"requests waiting for a slot, room: +4", 5, 3, Load{TokenUsage: 0.5}, 16},
+		{"KV at the target: hold", 16, 4, Load{TokenUsage: 0.95}, 16},
+		{"server queue not empty: hold", 16, 4, Load{TokenUsage: 0.5, Waiting: 2}, 16},
+		{"retractions: halve", 16, 4, Load{TokenUsage: 1, Retracted: 1}, 8},
+		{"retractions: halve to the floor", 8, 4, Load{Retracted: 3}, 4},
+		{"floor", 4, 4, Load{Retracted: 3}, 3},
+		{"growth", 3, 4, Load{}, 7},
+		{"growth", 7, 4, Load{}, 11},
+		{"growth", 11, 4, Load{}, 15},
+		{"growth", 15, 4, Load{}, 19},
+		{"growth", 19, 4, Load{}, 23},
+		{"growth", 23, 4, Load{}, 27},
+		{"ceiling", 27, 4, Load{}, 30},
+		{"ceiling", 30, 4, Load{}, 30},
+	}
+	for _, s := range steps {
+		w.inFlight.Store(s.inFlight)
+		w.queued.Store(s.queued)
+		if got := c.adapt(w, s.load); got != s.want || w.lim.current() != s.want {
+			t.Fatalf("%s: limit %d (limiter %d), want %d", s.name, got, w.lim.current(), s.want)
+		}
+	}
+	if got := c.Stats().Workers[0].Limit; got != 30 {
+		t.Errorf("Stats limit %d", got)
+	}
+}
+
+// Loads reads SGLang's /v1/loads (summing DP ranks); a worker without it is an HTTPError; the adaptive mode
+// refuses a gateway.
+func TestLoads(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/loads" {
+			w.WriteHeader(http.StatusNotFound)
+			return
+		}
+		if r.URL.Query().Get("include") != "core,queues" {
+			t.Errorf("include = %q", r.URL.Query().Get("include"))
+		}
+		w.Write([]byte(`{"timestamp":"2026-11-25T00:00:00+00:00","version":"0.5.23","accelerator":null,"num_accelerators":1,"loads":[
+			{"dp_rank":0,"num_running_reqs":3,"num_waiting_reqs":1,"token_usage":0.5,"queues":{"waiting":1,"grammar":0,"paused":0,"retracted":2,"prealloc_ready":0}},
+			{"dp_rank":1,"num_running_reqs":4,"num_waiting_reqs":0,"token_usage":0.75}]}`))
+	}))
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Workers = []string{srv.URL}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.Loads(context.Background(), srv.URL)
+	if err != nil || l != (Load{TokenUsage: 0.75, Running: 7, Waiting: 1, Retracted: 2}) {
+		t.Fatalf("Loads = %+v, %v", l, err)
+	}
+	var he *HTTPError
+	if _, err := c.adminGet(context.Background(), srv.URL, "/nope"); !errors.As(err, &he) || he.StatusCode != http.StatusNotFound {
+		t.Errorf("404: %v", err)
+	}
+	cfg = DefaultConfig()
+	cfg.Gateway = srv.URL
+	cfg.Adaptive.Enabled = true
+	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "adaptive.enabled needs workers") {
+		t.Errorf("gateway + adaptive: %v", err)
+	}
+}
