@@ -179,6 +179,8 @@ func Open(ctx context.Context, cfg Config) (*Tool, error) {
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 500 * time.Millisecond
 	}
+	retries := cfg.retries()
+	cfg.Retries = &retries
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = max(64, cfg.MaxConcurrent)
