@@ -14,7 +14,8 @@ prints "listening http://127.0.0.1:PORT" once it accepts connections (--port 0 p
 inject faults for tests: --fail-creates N answers each episode's first N create requests with a 503,
 --create-delay S makes every create take S seconds, --exit-on TOOL ends the process when TOOL is called (a crash
 mid-episode), --hang-on TOOL never answers calls to TOOL. GET /stats reports counts (live and peak environments,
-creates in flight and their peak, the arrival time of every create request, closed environment ids).
+creates in flight and their peak, the arrival time of every create request, calls answered and hung, closed
+environment ids).
 """
 
 import argparse
@@ -72,6 +73,7 @@ class State:
             "max_creating": 0,
             "create_times": [],
             "calls": 0,
+            "hung": 0,
             "closed": [],
         }
 
@@ -170,6 +172,8 @@ class Handler(BaseHTTPRequestHandler):
         if name == st.args.exit_on:
             os._exit(3)
         if name == st.args.hang_on:
+            with st.lock:
+                st.stats["hung"] += 1
             time.sleep(3600)
         with st.lock:
             env = st.envs.get(env_id)
