@@ -57,7 +57,7 @@ func referenceEnv(t *testing.T, flags ...string) string {
 }
 
 type envStats struct {
-	Live, Creates, Hung int
+	Live, Creates, Hung, Rewards int
 	Closed              []string
 }
 
@@ -78,6 +78,12 @@ func referenceStats(t *testing.T, url string) envStats {
 // envAgent is an agent whose tools are a reference environment's, driven by the scripted emulator.
 func envAgent(t *testing.T, cfg envtool.Config, replies ...string) *harness {
 	t.Helper()
+	return envAgentWith(t, cfg, nil, replies...)
+}
+
+// envAgentWith is envAgent with the agent's config changed by mod.
+func envAgentWith(t *testing.T, cfg envtool.Config, mod func(*runtime.AgentConfig), replies ...string) *harness {
+	t.Helper()
 	line, _ := json.Marshal(map[string]any{"key": "env", "replies": replies})
 	script, err := emulator.ParseScript(strings.NewReader(string(line) + "\n"))
 	if err != nil {
@@ -90,6 +96,9 @@ func envAgent(t *testing.T, cfg envtool.Config, replies ...string) *harness {
 	ac.Model = os.Getenv("AGENTRT_QWEN3_MODEL")
 	ac.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
 	ac.Tools = []runtime.PluginConfig{{Timeout: runtime.Duration{Duration: 2 * time.Second}, Env: &cfg}}
+	if mod != nil {
+		mod(&ac)
+	}
 	h := newPythonHarness(t, ec, ac, emulator.WithScript(script))
 	t.Cleanup(func() { h.agent.Close(context.Background()) })
 	return h
@@ -103,7 +112,11 @@ func envCall(name string, args map[string]any) string {
 const envTask = `{"files": {"task.txt": "write 42 to answer.txt"}, "expect": {"answer.txt": "42"}}`
 
 func runEnvEpisode(ctx context.Context, h *harness, id string) *tito.Trajectory {
-	return h.agent.Run(ctx, runtime.Episode{ID: id, ItemID: id, GroupID: id, Metadata: json.RawMessage(envTask),
+	return runEnvEpisodeLabeled(ctx, h, id, nil)
+}
+
+func runEnvEpisodeLabeled(ctx context.Context, h *harness, id string, label json.RawMessage) *tito.Trajectory {
+	return h.agent.Run(ctx, runtime.Episode{ID: id, ItemID: id, GroupID: id, Metadata: json.RawMessage(envTask), Label: label,
 		Messages: []tito.Message{{Role: "user", Content: "[script:env] Do the task in task.txt."}}})
 }
 
@@ -193,5 +206,23 @@ func TestEnvEpisodeCancelledCloses(t *testing.T) {
 	wantStatus(t, tr, runtime.StatusAborted, runtime.ReasonAbortedByRequest)
 	if st := referenceStats(t, url); st.Live != 0 || len(st.Closed) != 1 {
 		t.Errorf("service stats %+v: the cancelled episode's environment was not closed", st)
+	}
+}
+
+// A configured reward plugin overrides the environment's reward (it runs after): here the environment's task is
+// left undone (its reward would be 0) but the final answer matches the label.
+func TestEnvEpisodeRewardPluginWins(t *testing.T) {
+	url := referenceEnv(t)
+	h := envAgentWith(t, envtool.Config{URL: url, Reward: true}, func(ac *runtime.AgentConfig) {
+		ac.Reward = &runtime.PluginConfig{Plugin: "builtin:math_reward"}
+	}, envCall("read_file", map[string]any{"path": "task.txt"}), `The answer is \boxed{42}.`)
+	tr := runEnvEpisodeLabeled(context.Background(), h, "hook", json.RawMessage(`"42"`))
+	h.check(t, tr)
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if tr.Reward == nil || *tr.Reward != 1 {
+		t.Errorf("reward %v, want the reward plugin's 1 (the environment's is 0)", tr.Reward)
+	}
+	if st := referenceStats(t, url); st.Rewards != 1 || st.Live != 0 || len(st.Closed) != 1 {
+		t.Errorf("service stats %+v: want the environment's reward asked for, then the environment closed", st)
 	}
 }

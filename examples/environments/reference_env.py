@@ -14,8 +14,8 @@ prints "listening http://127.0.0.1:PORT" once it accepts connections (--port 0 p
 inject faults for tests: --fail-creates N answers each episode's first N create requests with a 503,
 --create-delay S makes every create take S seconds, --exit-on TOOL ends the process when TOOL is called (a crash
 mid-episode), --hang-on TOOL never answers calls to TOOL. GET /stats reports counts (live and peak environments,
-creates in flight and their peak, the arrival time of every create request, calls answered and hung, closed
-environment ids).
+creates in flight and their peak, the arrival time of every create request, calls answered and hung, reward
+requests, closed environment ids).
 """
 
 import argparse
@@ -74,6 +74,7 @@ class State:
             "create_times": [],
             "calls": 0,
             "hung": 0,
+            "rewards": 0,
             "closed": [],
         }
 
@@ -202,6 +203,7 @@ class Handler(BaseHTTPRequestHandler):
             env = st.envs.get(env_id)
             if env is None:
                 return self.reply(404, {"error": "no environment %s" % env_id})
+            st.stats["rewards"] += 1
             expect = env["expect"]
             if not expect:
                 return self.reply(200, {"reward": None})
