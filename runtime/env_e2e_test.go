@@ -58,7 +58,7 @@ func referenceEnv(t *testing.T, flags ...string) string {
 
 type envStats struct {
 	Live, Creates, Hung, Rewards int
-	Closed              []string
+	Closed                       []string
 }
 
 func referenceStats(t *testing.T, url string) envStats {
