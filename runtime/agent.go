@@ -319,7 +319,10 @@ func (e *episode) beginEnvs(ctx context.Context) bool {
 		}
 		t0 := time.Now()
 		err := env.BeginEpisode(ctx, e.ep.ID, e.ep.Metadata)
-		e.waited += time.Since(t0) // waiting for a slot or the service is not runtime overhead
+		d := time.Since(t0)
+		e.waited += d // waiting for a slot or the service is not runtime overhead
+		// How long episodes wait for their environments (a slot, the pacing, retries, the service's start).
+		e.traj.SetMetric("env.begin_ms", e.traj.Metrics["env.begin_ms"]+millis(d))
 		if err == nil {
 			continue
 		}

@@ -143,7 +143,7 @@ func TestEnvEpisode(t *testing.T) {
 	if tr.Reward == nil || *tr.Reward != 1 {
 		t.Errorf("reward %v, want the environment's 1", tr.Reward)
 	}
-	if tr.Metrics["tool_calls.ok"] != 2 || tr.Metrics["tool_calls.error"] != 1 {
+	if _, ok := tr.Metrics["env.begin_ms"]; !ok || tr.Metrics["tool_calls.ok"] != 2 || tr.Metrics["tool_calls.error"] != 1 {
 		t.Errorf("metrics %v", tr.Metrics)
 	}
 	if st := referenceStats(t, url); st.Creates != 1 || st.Live != 0 || len(st.Closed) != 1 {
