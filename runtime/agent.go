@@ -326,8 +326,8 @@ func (e *episode) beginEnvs(ctx context.Context) bool {
 		if err == nil {
 			continue
 		}
-		if ctx.Err() != nil {
-			e.generateFailed(ctx, err)
+		if !errors.As(err, new(envFailure)) && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			e.generateFailed(ctx, err) // the episode's own deadline or cancellation, whatever it was waiting for
 		} else {
 			e.finish(StatusAborted, ReasonEnvironment, err.Error())
 		}

@@ -130,6 +130,15 @@ func (e *statusError) Error() string {
 	return fmt.Sprintf("HTTP %d: %s", e.code, e.msg)
 }
 
+// paceError is a create whose turn (creates_per_second) would come after the caller's deadline: the deadline, not
+// the service, ends it.
+type paceError struct{ err error }
+
+func (e *paceError) Error() string {
+	return fmt.Sprintf("waiting for a create's turn (creates_per_second): %v", e.err)
+}
+func (e *paceError) Unwrap() error { return context.DeadlineExceeded }
+
 // retryable says whether a failed attempt may succeed when tried again: transport errors and timeouts, 429 and
 // 5xx; other 4xx are the request's fault and would fail again.
 func retryable(err error) bool {
@@ -194,7 +203,7 @@ func Open(ctx context.Context, cfg Config) (*Tool, error) {
 	var listing struct {
 		Tools []Spec `json:"tools"`
 	}
-	err := t.retry(ctx, cfg.CreateTimeout, func(actx context.Context) error {
+	err := t.retry(ctx, cfg.CreateTimeout, nil, func(actx context.Context) error {
 		return t.do(actx, http.MethodGet, "/tools", nil, &listing)
 	})
 	if err != nil {
@@ -259,12 +268,7 @@ func (t *Tool) BeginEpisode(ctx context.Context, episodeID string, metadata json
 	var resp struct {
 		EnvID string `json:"env_id"`
 	}
-	err := t.retry(ctx, t.cfg.CreateTimeout, func(actx context.Context) error {
-		if t.limiter != nil {
-			if err := t.limiter.Wait(actx); err != nil {
-				return err
-			}
-		}
+	err := t.retry(ctx, t.cfg.CreateTimeout, t.limiter, func(actx context.Context) error {
 		t.mu.Lock()
 		t.stats.CreateAttempts++
 		t.mu.Unlock()
@@ -280,6 +284,9 @@ func (t *Tool) BeginEpisode(ctx context.Context, episodeID string, metadata json
 		t.release()
 		if ctx.Err() != nil {
 			return ctx.Err()
+		}
+		if pe := (*paceError)(nil); errors.As(err, &pe) {
+			return pe
 		}
 		return &Error{t.cfg.Name(), "create", err}
 	}
@@ -302,11 +309,20 @@ func (t *Tool) release() {
 }
 
 // retry runs attempt (each bounded by perAttempt) until it succeeds, fails for good, or ctx ends: up to 1+Retries
-// times, waiting Backoff, 2*Backoff, ... (at most 30 s) in between.
-func (t *Tool) retry(ctx context.Context, perAttempt time.Duration, attempt func(context.Context) error) error {
+// times, waiting Backoff, 2*Backoff, ... (at most 30 s) in between. With a pace, each attempt first waits for
+// its turn, on ctx: a long queue of creates must not eat the attempts' own time.
+func (t *Tool) retry(ctx context.Context, perAttempt time.Duration, pace *rate.Limiter, attempt func(context.Context) error) error {
 	wait := t.cfg.Backoff
 	n := t.cfg.retries()
 	for i := 0; ; i++ {
+		if pace != nil {
+			if err := pace.Wait(ctx); err != nil {
+				if ctx.Err() == nil { // the turn would come after ctx's deadline: that deadline is what ends it
+					return &paceError{err}
+				}
+				return ctx.Err()
+			}
+		}
 		actx, cancel := context.WithTimeout(ctx, perAttempt)
 		err := attempt(actx)
 		timedOut := actx.Err() != nil
@@ -438,7 +454,7 @@ func (t *Tool) closeEnv(envID string) {
 // (the service's own reaping is the last resort for an environment that could not be closed).
 func (t *Tool) closeEnvCtx(ctx context.Context, envID string) error {
 	defer t.release()
-	err := t.retry(ctx, t.cfg.CloseTimeout, func(actx context.Context) error {
+	err := t.retry(ctx, t.cfg.CloseTimeout, nil, func(actx context.Context) error {
 		err := t.do(actx, http.MethodPost, "/envs/"+url.PathEscape(envID)+"/close", struct{}{}, nil)
 		var se *statusError
 		if errors.As(err, &se) && se.code == http.StatusNotFound {

@@ -308,11 +308,12 @@ func TestMaxConcurrent(t *testing.T) {
 	}
 }
 
-// creates_per_second spaces creates (no burst), however many episodes begin at once.
+// creates_per_second spaces creates (no burst), however many episodes begin at once; waiting for a turn does not
+// count against create_timeout (the last create here waits longer than that, without a retry to spare).
 func TestCreateRate(t *testing.T) {
 	srv := startReference(t)
-	const perSecond, n = 20.0, 5
-	tool := open(t, Config{URL: srv.URL, CreatesPerSecond: perSecond})
+	const perSecond, n = 4.0, 6
+	tool := open(t, Config{URL: srv.URL, CreatesPerSecond: perSecond, CreateTimeout: time.Second, Retries: intp(0)})
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() { begin(t, tool, string(rune('a'+i)), "") })
@@ -322,10 +323,19 @@ func TestCreateRate(t *testing.T) {
 	if len(st.CreateTimes) != n {
 		t.Fatalf("%d creates, want %d", len(st.CreateTimes), n)
 	}
-	// The limiter spaces the requests' departures by 50 ms; their arrivals may bunch up by network jitter only.
+	// The limiter spaces the requests' departures by 250 ms; their arrivals may bunch up by network jitter only.
 	span := st.CreateTimes[n-1] - st.CreateTimes[0]
-	if want := float64(n-1)/perSecond - 0.02; span < want {
+	if want := float64(n-1)/perSecond - 0.05; span < want {
 		t.Errorf("%d creates arrived within %.3fs, want at least %.3fs at %v/s", n, span, want, perSecond)
+	}
+	// A turn past the caller's deadline ends the create at once, as the deadline (not the service's failure).
+	slow := open(t, Config{URL: srv.URL, CreatesPerSecond: 0.001})
+	begin(t, slow, "first", "")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := slow.BeginEpisode(ctx, "second", nil)
+	if !errors.Is(err, context.DeadlineExceeded) || isEnvError(err) || !strings.Contains(err.Error(), "creates_per_second") {
+		t.Errorf("a create whose turn comes after the deadline: %v, want a deadline error naming creates_per_second", err)
 	}
 }
 
