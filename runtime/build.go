@@ -457,8 +457,12 @@ func openEnv(ctx context.Context, pc PluginConfig, toolTimeout time.Duration, en
 		return ToolBinding{}, nil, fmt.Errorf("tool %w", err)
 	}
 	name := pc.Env.Name()
+	service := t.Service()
+	if service == "" {
+		service = name
+	}
 	// The binding's limit leaves the tool its own timeout message (the call timed out, the environment lives on).
-	tb := ToolBinding{Plugin: name, SHA256: "service:" + name, Tool: envAdapter{t, name, env.PluginCall},
+	tb := ToolBinding{Plugin: name, SHA256: "service:" + service, Tool: envAdapter{t, name, env.PluginCall},
 		Timeout: Duration{cfg.CallTimeout + 5*time.Second}}
 	var specs []abi.ToolSpec
 	have := map[string]bool{}

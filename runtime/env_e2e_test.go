@@ -149,7 +149,7 @@ func TestEnvEpisode(t *testing.T) {
 	if st := referenceStats(t, url); st.Creates != 1 || st.Live != 0 || len(st.Closed) != 1 {
 		t.Errorf("service stats %+v: want one environment, created and closed", st)
 	}
-	if got := tr.Provenance[tito.ProvPlugins].(map[string]string)["env:"+url]; got != "service:env:"+url {
+	if got := tr.Provenance[tito.ProvPlugins].(map[string]string)["env:"+url]; got != "service:agentrt-reference-env 1" {
 		t.Errorf("provenance %q", got)
 	}
 }

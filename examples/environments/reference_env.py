@@ -104,7 +104,7 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         st = self.state
         if self.path == "/tools":
-            return self.reply(200, {"tools": TOOLS})
+            return self.reply(200, {"service": "agentrt-reference-env 1", "tools": TOOLS})
         if self.path == "/stats":
             with st.lock:
                 return self.reply(200, st.stats)

@@ -154,6 +154,7 @@ type Tool struct {
 	cfg     Config
 	client  *http.Client
 	specs   []Spec
+	service string // what the service calls itself (GET /tools), for provenance
 	slots   chan struct{} // MaxConcurrent tokens; nil: no cap
 	limiter *rate.Limiter // nil: no pacing
 
@@ -201,7 +202,8 @@ func Open(ctx context.Context, cfg Config) (*Tool, error) {
 		t.limiter = rate.NewLimiter(rate.Limit(cfg.CreatesPerSecond), 1)
 	}
 	var listing struct {
-		Tools []Spec `json:"tools"`
+		Service string `json:"service"`
+		Tools   []Spec `json:"tools"`
 	}
 	err := t.retry(ctx, cfg.CreateTimeout, nil, func(actx context.Context) error {
 		return t.do(actx, http.MethodGet, "/tools", nil, &listing)
@@ -222,8 +224,12 @@ func Open(ctx context.Context, cfg Config) (*Tool, error) {
 	if len(t.specs) == 0 {
 		return nil, &Error{t.cfg.Name(), "listing tools", errors.New("the service offers no tools")}
 	}
+	t.service = listing.Service
 	return t, nil
 }
+
+// Service is the name and version the service gave with its tools ("" if none), for provenance.
+func (t *Tool) Service() string { return t.service }
 
 // Specs are the service's tools, in the service's order.
 func (t *Tool) Specs() []Spec { return t.specs }
