@@ -154,7 +154,7 @@ type Tool struct {
 	cfg     Config
 	client  *http.Client
 	specs   []Spec
-	service string // what the service calls itself (GET /tools), for provenance
+	service string        // what the service calls itself (GET /tools), for provenance
 	slots   chan struct{} // MaxConcurrent tokens; nil: no cap
 	limiter *rate.Limiter // nil: no pacing
 
