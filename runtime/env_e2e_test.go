@@ -14,6 +14,7 @@ import (
 
 	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/config"
 	"github.com/agentrt/agentrt/runtime/envtool"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
@@ -224,5 +225,48 @@ func TestEnvEpisodeRewardPluginWins(t *testing.T) {
 	}
 	if st := referenceStats(t, url); st.Rewards != 1 || st.Live != 0 || len(st.Closed) != 1 {
 		t.Errorf("service stats %+v: want the environment's reward asked for, then the environment closed", st)
+	}
+}
+
+// The environments example's runtime.toml decodes strictly, its script and prompts parse, and its agent builds
+// against the reference service and runs the prompt's episode to the environment's reward.
+func TestEnvironmentsExample(t *testing.T) {
+	cfg, err := config.Load("../examples/environments/runtime.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Agents[0].Tools[0].Env
+	if e == nil || e.MaxConcurrent != 8 || e.CreatesPerSecond != 4 || *e.Retries != 3 || e.Backoff != 500*time.Millisecond || !e.Reward {
+		t.Fatalf("env = %+v", e)
+	}
+	f, err := os.Open("../examples/environments/script.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var line struct{ Replies []string }
+	if err := json.NewDecoder(f).Decode(&line); err != nil {
+		t.Fatal(err)
+	}
+	var prompt struct {
+		Messages []tito.Message
+		Metadata json.RawMessage
+	}
+	b, err := os.ReadFile("../examples/environments/prompts.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &prompt); err != nil {
+		t.Fatal(err)
+	}
+	env := *e
+	env.URL = referenceEnv(t)
+	h := envAgentWith(t, env, nil, line.Replies...)
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "example#0", Messages: []tito.Message{{Role: "user",
+		Content: strings.Replace(prompt.Messages[0].Content, "[script:files]", "[script:env]", 1)}}, Metadata: prompt.Metadata})
+	h.check(t, tr)
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if tr.Reward == nil || *tr.Reward != 1 {
+		t.Errorf("reward %v, want 1", tr.Reward)
 	}
 }
