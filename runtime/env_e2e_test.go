@@ -270,3 +270,19 @@ func TestEnvironmentsExample(t *testing.T) {
 		t.Errorf("reward %v, want 1", tr.Reward)
 	}
 }
+
+// An environment that cannot give its reward makes the episode aborted (reason environment), not a completed one
+// without a reward; the environment is closed all the same.
+func TestEnvEpisodeRewardFails(t *testing.T) {
+	url := referenceEnv(t, "--fail-rewards")
+	h := envAgent(t, envtool.Config{URL: url, Reward: true}, envCall("list_files", map[string]any{}), `Done.`)
+	tr := runEnvEpisode(context.Background(), h, "noreward")
+	h.check(t, tr)
+	wantStatus(t, tr, runtime.StatusAborted, runtime.ReasonEnvironment)
+	if !strings.Contains(tr.Error, "reward: HTTP 500: the grader crashed") || tr.Reward != nil {
+		t.Errorf("error %q, reward %v: want the reward's failure and no reward", tr.Error, tr.Reward)
+	}
+	if st := referenceStats(t, url); st.Rewards != 1 || st.Live != 0 || len(st.Closed) != 1 {
+		t.Errorf("service stats %+v: want one reward request, then the close", st)
+	}
+}

@@ -13,9 +13,9 @@ exactly the expected text, else 0.0 (null when the metadata expects nothing).
 prints "listening http://127.0.0.1:PORT" once it accepts connections (--port 0 picks a free port). The other flags
 inject faults for tests: --fail-creates N answers each episode's first N create requests with a 503,
 --create-delay S makes every create take S seconds, --exit-on TOOL ends the process when TOOL is called (a crash
-mid-episode), --hang-on TOOL never answers calls to TOOL. GET /stats reports counts (live and peak environments,
-creates in flight and their peak, the arrival time of every create request, calls answered and hung, reward
-requests, closed environment ids).
+mid-episode), --hang-on TOOL never answers calls to TOOL, --fail-rewards answers reward requests with a 500.
+GET /stats reports counts (live and peak environments, creates in flight and their peak, the arrival time of
+every create request, calls answered and hung, reward requests, closed environment ids).
 """
 
 import argparse
@@ -204,6 +204,8 @@ class Handler(BaseHTTPRequestHandler):
             if env is None:
                 return self.reply(404, {"error": "no environment %s" % env_id})
             st.stats["rewards"] += 1
+            if st.args.fail_rewards:
+                return self.reply(500, {"error": "the grader crashed (injected failure)"})
             expect = env["expect"]
             if not expect:
                 return self.reply(200, {"reward": None})
@@ -230,6 +232,7 @@ def main():
     ap.add_argument("--create-delay", type=float, default=0)
     ap.add_argument("--exit-on", default=None)
     ap.add_argument("--hang-on", default=None)
+    ap.add_argument("--fail-rewards", action="store_true")
     args = ap.parse_args()
     Handler.state = State(args)
     srv = ThreadingHTTPServer((args.host, args.port), Handler)
