@@ -310,6 +310,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	names := map[string]bool{}
+	services := map[string]*envtool.Config{} // an environment service's limits are shared by the entries naming it
 	for i := range c.Agents {
 		a := &c.Agents[i]
 		if a.Name == "" {
@@ -367,6 +368,11 @@ func (c *Config) Validate() error {
 						return &FieldError{"agent.tools.env.reward", fmt.Sprintf("agent %q: only one environment can give the reward", a.Name)}
 					}
 				}
+				if prev := services[p.Env.ServiceKey()]; prev != nil && (prev.MaxConcurrent != p.Env.MaxConcurrent || prev.CreatesPerSecond != p.Env.CreatesPerSecond) {
+					return &FieldError{"agent.tools.env.max_concurrent", fmt.Sprintf("agent %q: %s: max_concurrent %d, creates_per_second %v, but another entry gives this service %d and %v: the limits are the service's, shared by every entry naming it (set the same on each)",
+						a.Name, p.Env.Name(), p.Env.MaxConcurrent, p.Env.CreatesPerSecond, prev.MaxConcurrent, prev.CreatesPerSecond)}
+				}
+				services[p.Env.ServiceKey()] = p.Env
 				continue
 			}
 			if p.MCP != nil {

@@ -40,8 +40,9 @@ type Config struct {
 	CloseTimeout time.Duration `toml:"close_timeout"`
 	// RewardTimeout bounds the reward request (default 60 s: it may run a test suite).
 	RewardTimeout time.Duration `toml:"reward_timeout"`
-	// MaxConcurrent caps the service's live environments (create to close) across this agent's episodes; an
-	// episode waits for a free one (0: no cap).
+	// MaxConcurrent caps the service's live environments (create to close); an episode waits for a free one
+	// (0: no cap). Like CreatesPerSecond it is the service's: every entry naming the same URL in one process
+	// shares it, so they must agree on it.
 	MaxConcurrent int `toml:"max_concurrent"`
 	// CreatesPerSecond paces create requests, retries included (0: no pacing). Bursts are not allowed: creates
 	// are spaced 1/CreatesPerSecond apart.
@@ -88,6 +89,58 @@ func (c *Config) Validate() (key string, err error) {
 
 // Name is how the service is named in errors, logs and provenance: "env:" and its URL.
 func (c *Config) Name() string { return "env:" + c.URL }
+
+// ServiceKey is what identifies the service whose limits an entry shares: its URL without a trailing slash.
+func (c *Config) ServiceKey() string { return strings.TrimRight(c.URL, "/") }
+
+// limits are a service's max_concurrent and creates_per_second, shared by every open Tool that names it: the
+// service fails under the sum of their bursts, not under one agent's.
+type limits struct {
+	maxConcurrent int
+	perSecond     float64
+	slots         chan struct{} // maxConcurrent tokens; nil: no cap
+	limiter       *rate.Limiter // nil: no pacing
+	refs          int
+}
+
+var (
+	servicesMu sync.Mutex
+	services   = map[string]*limits{}
+)
+
+// shareLimits returns the service's limits, made with cfg's values by the first Tool that names it; a later one
+// must ask for the same.
+func shareLimits(cfg Config) (*limits, error) {
+	servicesMu.Lock()
+	defer servicesMu.Unlock()
+	key := cfg.ServiceKey()
+	if l := services[key]; l != nil {
+		if l.maxConcurrent != cfg.MaxConcurrent || l.perSecond != cfg.CreatesPerSecond {
+			return nil, fmt.Errorf("max_concurrent %d, creates_per_second %v: another entry uses this service with %d and %v, and the limits are the service's (set the same on both)",
+				cfg.MaxConcurrent, cfg.CreatesPerSecond, l.maxConcurrent, l.perSecond)
+		}
+		l.refs++
+		return l, nil
+	}
+	l := &limits{maxConcurrent: cfg.MaxConcurrent, perSecond: cfg.CreatesPerSecond, refs: 1}
+	if cfg.MaxConcurrent > 0 {
+		l.slots = make(chan struct{}, cfg.MaxConcurrent)
+	}
+	if cfg.CreatesPerSecond > 0 {
+		l.limiter = rate.NewLimiter(rate.Limit(cfg.CreatesPerSecond), 1)
+	}
+	services[key] = l
+	return l, nil
+}
+
+// unshare drops a Tool's hold on its service's limits.
+func (l *limits) unshare(key string) {
+	servicesMu.Lock()
+	defer servicesMu.Unlock()
+	if l.refs--; l.refs == 0 && services[key] == l {
+		delete(services, key)
+	}
+}
 
 func (c *Config) retries() int {
 	if c.Retries == nil {
@@ -155,8 +208,9 @@ type Tool struct {
 	client  *http.Client
 	specs   []Spec
 	service string        // what the service calls itself (GET /tools), for provenance
-	slots   chan struct{} // MaxConcurrent tokens; nil: no cap
-	limiter *rate.Limiter // nil: no pacing
+	limits  *limits
+	slots   chan struct{} // the service's MaxConcurrent tokens; nil: no cap
+	limiter *rate.Limiter // the service's pacing; nil: none
 
 	mu     sync.Mutex
 	envs   map[string]string // episode id -> env id
@@ -194,22 +248,26 @@ func Open(ctx context.Context, cfg Config) (*Tool, error) {
 	cfg.URL = strings.TrimRight(cfg.URL, "/")
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = max(64, cfg.MaxConcurrent)
-	t := &Tool{cfg: cfg, client: &http.Client{Transport: tr}, envs: map[string]string{}}
-	if cfg.MaxConcurrent > 0 {
-		t.slots = make(chan struct{}, cfg.MaxConcurrent)
+	lim, err := shareLimits(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", cfg.Name(), err)
 	}
-	if cfg.CreatesPerSecond > 0 {
-		t.limiter = rate.NewLimiter(rate.Limit(cfg.CreatesPerSecond), 1)
-	}
+	t := &Tool{cfg: cfg, client: &http.Client{Transport: tr}, envs: map[string]string{}, limits: lim, slots: lim.slots, limiter: lim.limiter}
+	ok := false
+	defer func() {
+		if !ok {
+			lim.unshare(cfg.ServiceKey())
+			t.client.CloseIdleConnections()
+		}
+	}()
 	var listing struct {
 		Service string `json:"service"`
 		Tools   []Spec `json:"tools"`
 	}
-	err := t.retry(ctx, cfg.CreateTimeout, nil, func(actx context.Context) error {
+	err = t.retry(ctx, cfg.CreateTimeout, nil, func(actx context.Context) error {
 		return t.do(actx, http.MethodGet, "/tools", nil, &listing)
 	})
 	if err != nil {
-		t.client.CloseIdleConnections()
 		return nil, &Error{t.cfg.Name(), "listing tools", err}
 	}
 	for _, s := range listing.Tools {
@@ -225,6 +283,7 @@ func Open(ctx context.Context, cfg Config) (*Tool, error) {
 		return nil, &Error{t.cfg.Name(), "listing tools", errors.New("the service offers no tools")}
 	}
 	t.service = listing.Service
+	ok = true
 	return t, nil
 }
 
@@ -487,10 +546,14 @@ func (t *Tool) EndEpisode(episodeID string) { t.CloseEpisode(context.Background(
 // Close closes every environment still open (a shutdown with episodes in flight) and refuses new ones.
 func (t *Tool) Close(ctx context.Context) error {
 	t.mu.Lock()
+	already := t.closed
 	t.closed = true
 	envs := t.envs
 	t.envs = map[string]string{}
 	t.mu.Unlock()
+	if !already {
+		defer t.limits.unshare(t.cfg.ServiceKey())
+	}
 	var errs []error
 	for _, envID := range envs {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), t.cfg.CloseTimeout)

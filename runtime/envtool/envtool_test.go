@@ -329,7 +329,8 @@ func TestCreateRate(t *testing.T) {
 		t.Errorf("%d creates arrived within %.3fs, want at least %.3fs at %v/s", n, span, want, perSecond)
 	}
 	// A turn past the caller's deadline ends the create at once, as the deadline (not the service's failure).
-	slow := open(t, Config{URL: srv.URL, CreatesPerSecond: 0.001})
+	srv2 := startReference(t)
+	slow := open(t, Config{URL: srv2.URL, CreatesPerSecond: 0.001})
 	begin(t, slow, "first", "")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -362,5 +363,27 @@ func TestValidate(t *testing.T) {
 		if key, _ := tc.cfg.Validate(); key != tc.key {
 			t.Errorf("%+v: key %q, want %q", tc.cfg, key, tc.key)
 		}
+	}
+}
+
+// The limits are the service's: entries naming one URL share them (the service fails under the sum of their
+// bursts), must agree on them, and a closed entry's hold goes away.
+func TestLimitsSharedPerService(t *testing.T) {
+	srv := startReference(t)
+	a := open(t, Config{URL: srv.URL, MaxConcurrent: 3, CreatesPerSecond: 10})
+	b := open(t, Config{URL: srv.URL + "/", MaxConcurrent: 3, CreatesPerSecond: 10})
+	if a.limits != b.limits || a.slots == nil || a.slots != b.slots || a.limiter != b.limiter {
+		t.Fatalf("two entries for one service have separate limits")
+	}
+	_, err := Open(context.Background(), Config{URL: srv.URL, MaxConcurrent: 4, CreatesPerSecond: 10})
+	if err == nil || !strings.Contains(err.Error(), "another entry uses this service with 3 and 10") {
+		t.Fatalf("an entry with other limits: %v, want a start-up error", err)
+	}
+	a.Close(context.Background())
+	a.Close(context.Background()) // twice: still one hold dropped
+	b.Close(context.Background())
+	c := open(t, Config{URL: srv.URL, MaxConcurrent: 4})
+	if c.limits == b.limits || cap(c.slots) != 4 || c.limiter != nil {
+		t.Errorf("after every entry closed, a new one does not get its own limits")
 	}
 }
