@@ -207,7 +207,7 @@ type Tool struct {
 	cfg     Config
 	client  *http.Client
 	specs   []Spec
-	service string        // what the service calls itself (GET /tools), for provenance
+	service string // what the service calls itself (GET /tools), for provenance
 	limits  *limits
 	slots   chan struct{} // the service's MaxConcurrent tokens; nil: no cap
 	limiter *rate.Limiter // the service's pacing; nil: none
