@@ -96,7 +96,7 @@ func envAgentWith(t *testing.T, cfg envtool.Config, mod func(*runtime.AgentConfi
 	ac.Name = "env"
 	ac.Model = os.Getenv("AGENTRT_QWEN3_MODEL")
 	ac.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
-	ac.Tools = []runtime.PluginConfig{{Timeout: runtime.Duration{Duration: 2 * time.Second}, Env: &cfg}}
+	ac.Tools = []runtime.PluginConfig{{Timeout: runtime.Duration{Duration: 30 * time.Second}, Env: &cfg}}
 	if mod != nil {
 		mod(&ac)
 	}
