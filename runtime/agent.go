@@ -36,6 +36,9 @@ const (
 	ReasonAbortedByRequest  = "aborted_by_request"
 	ReasonDeadline          = "deadline"
 	ReasonHookFailure       = "hook_failure"
+	// ReasonEnvironment: a remote environment (runtime/envtool) could not be created, failed during a call or
+	// could not give its reward; the error names the service.
+	ReasonEnvironment = "environment"
 
 	ReasonInvariant    = "invariant"
 	ReasonTemplate     = "template"
@@ -284,6 +287,9 @@ func (e *episode) loop(ctx context.Context) {
 	if !e.appendPrompt(ids) {
 		return
 	}
+	if !e.beginEnvs(ctx) {
+		return
+	}
 	for {
 		ids, ok := e.generate(ctx)
 		if !ok {
@@ -300,6 +306,34 @@ func (e *episode) loop(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// beginEnvs creates the episode's remote environments, in tool order, with the sample's metadata. It runs once
+// the first prompt is in the trajectory (a prompt refused for its size costs no environment); a failure aborts the
+// episode, and end closes whatever was created.
+func (e *episode) beginEnvs(ctx context.Context) bool {
+	for _, tb := range e.a.d.Tools {
+		env, ok := tb.Tool.(EpisodeEnv)
+		if !ok {
+			continue
+		}
+		t0 := time.Now()
+		err := env.BeginEpisode(ctx, e.ep.ID, e.ep.Metadata)
+		d := time.Since(t0)
+		e.waited += d // waiting for a slot or the service is not runtime overhead
+		// How long episodes wait for their environments (a slot, the pacing, retries, the service's start).
+		e.traj.SetMetric("env.begin_ms", e.traj.Metrics["env.begin_ms"]+millis(d))
+		if err == nil {
+			continue
+		}
+		if !errors.As(err, new(envFailure)) && (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) {
+			e.generateFailed(ctx, err) // the episode's own deadline or cancellation, whatever it was waiting for
+		} else {
+			e.finish(StatusAborted, ReasonEnvironment, err.Error())
+		}
+		return false
+	}
+	return true
 }
 
 // maxPromptBytesPerToken bounds the first prompt's messages before tokenizing: no tokenizer averages anywhere
@@ -584,6 +618,10 @@ func (e *episode) handleResponse(ctx context.Context, ids []int32) ([]*call, boo
 func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 	var wg sync.WaitGroup
 	var jobs []func()
+	var (
+		envMu  sync.Mutex
+		envErr error // the first environment failure of the turn: it ends the episode
+	)
 	for _, c := range calls {
 		if c.parseErr != nil {
 			c.result = errorResult(fmt.Sprintf("Error: the tool call could not be parsed (%s): %s", c.parseErr.Reason, c.parseErr.Raw))
@@ -626,6 +664,13 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			switch {
 			case err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 				c.result, c.outcome = errorResult(fmt.Sprintf("Error: tool %s timed out after %s", c.tc.Name, timeout)), "timeout"
+			case err != nil && errors.As(err, new(envFailure)):
+				c.result, c.outcome = errorResult(fmt.Sprintf("Error: tool %s failed: %v", c.tc.Name, err)), "env_error"
+				envMu.Lock()
+				if envErr == nil {
+					envErr = err
+				}
+				envMu.Unlock()
 			case err != nil:
 				c.result, c.outcome = errorResult(fmt.Sprintf("Error: tool %s failed: %v", c.tc.Name, err)), "error"
 			case res.IsError:
@@ -652,6 +697,15 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 	e.waited += time.Since(t0)
 	if ctx.Err() != nil {
 		e.generateFailed(ctx, ctx.Err())
+		return false
+	}
+	if envErr != nil {
+		// The environment's state is unknown after a failed call: the episode cannot go on, and its results are
+		// not appended (the trajectory ends on the response that made the calls).
+		for _, c := range calls {
+			e.toolCalls[c.outcome]++
+		}
+		e.finish(StatusAborted, ReasonEnvironment, envErr.Error())
 		return false
 	}
 	for _, c := range calls {
@@ -825,14 +879,18 @@ func (e *episode) end(ctx context.Context) {
 	if err := t.Validate(); err != nil && t.Status != StatusFailed {
 		t.Status, t.StatusReason, t.Error = StatusFailed, ReasonInvariant, err.Error()
 	}
+	bg := context.WithoutCancel(ctx)
+	e.endEnvs(bg)
 	for _, tb := range e.a.d.Tools {
+		if _, ok := tb.Tool.(EpisodeEnv); ok {
+			continue // closed by endEnvs
+		}
 		if et, ok := tb.Tool.(EpisodeTool); ok {
 			et.EndEpisode(e.ep.ID)
 		}
 	}
 	msgs, _ := json.Marshal(e.msgs)
 	t.Messages = msgs
-	bg := context.WithoutCancel(ctx)
 	for i, hb := range e.a.d.Hooks {
 		if hb.Hook.Subscribed(abi.EventAfterInvocation) {
 			ev := &abi.Event{Event: abi.EventAfterInvocation, EpisodeID: e.ep.ID, Turn: e.counts.ModelCalls,
@@ -885,6 +943,35 @@ func (e *episode) end(ctx context.Context) {
 		t.SetProvenance(k, v)
 	}
 	t.SetProvenance("sampling_params", e.sampling)
+}
+
+// endEnvs asks the episode's environments for their reward (a completed or truncated episode only: an aborted
+// one's environment state means nothing) and closes them, every one, whatever ended the episode. The reward
+// hooks run afterwards, so a configured reward plugin (or an episode_end hook that sets one) overrides the
+// environment's. An environment that fails to give its reward aborts the episode; one that fails to close is a
+// warning (its slot is freed anyway).
+func (e *episode) endEnvs(ctx context.Context) {
+	t := e.traj
+	for _, tb := range e.a.d.Tools {
+		env, ok := tb.Tool.(EpisodeEnv)
+		if !ok {
+			continue
+		}
+		if t.Status == StatusCompleted || t.Status == StatusTruncated {
+			r, err := env.EpisodeReward(ctx, e.ep.ID)
+			switch {
+			case err != nil:
+				t.Status, t.StatusReason, t.Error = StatusAborted, ReasonEnvironment, err.Error()
+				t.Reward = nil
+			case r != nil:
+				v := *r
+				t.Reward = &v
+			}
+		}
+		if err := env.CloseEpisode(ctx, e.ep.ID); err != nil {
+			e.warnings = append(e.warnings, err.Error())
+		}
+	}
 }
 
 func hookMessage(m tito.Message) abi.Message {

@@ -13,6 +13,7 @@ import (
 	"github.com/agentrt/agentrt/parsers"
 	"github.com/agentrt/agentrt/plugins/builtin"
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/envtool"
 	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/mcptool"
 	"github.com/agentrt/agentrt/runtime/plugin"
@@ -92,6 +93,16 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 		}
 	}()
 	for _, pc := range ac.Tools {
+		if pc.Env != nil {
+			tb, sps, err := openEnv(ctx, pc, ac.ToolTimeout.Duration, env)
+			if err != nil {
+				return nil, err
+			}
+			specs = append(specs, sps...)
+			plugins[tb.Plugin] = tb.SHA256
+			d.Tools = append(d.Tools, tb)
+			continue
+		}
 		if pc.MCP != nil {
 			tb, sps, err := openMCP(ctx, pc, ac.ToolTimeout.Duration, env)
 			if err != nil {
@@ -432,6 +443,87 @@ func (a mcpAdapter) CallEpisode(ctx context.Context, episodeID, name string, arg
 
 func (a mcpAdapter) EndEpisode(episodeID string)     { a.t.EndEpisode(episodeID) }
 func (a mcpAdapter) Close(ctx context.Context) error { return a.t.Close(ctx) }
+
+// openEnv lists a remote environment service's tools (those in only, if set) and binds them; the binding's Plugin
+// is the service's name ("env:" and its URL).
+func openEnv(ctx context.Context, pc PluginConfig, toolTimeout time.Duration, env BuildEnv) (ToolBinding, []abi.ToolSpec, error) {
+	cfg := *pc.Env
+	cfg.CallTimeout = toolTimeout
+	if pc.Timeout.Duration > 0 {
+		cfg.CallTimeout = pc.Timeout.Duration
+	}
+	t, err := envtool.Open(ctx, cfg)
+	if err != nil {
+		return ToolBinding{}, nil, fmt.Errorf("tool %w", err)
+	}
+	name := pc.Env.Name()
+	service := t.Service()
+	if service == "" {
+		service = name
+	}
+	// The binding's limit leaves the tool its own timeout message (the call timed out, the environment lives on).
+	tb := ToolBinding{Plugin: name, SHA256: "service:" + service, Tool: envAdapter{t, name, env.PluginCall},
+		Timeout: Duration{cfg.CallTimeout + 5*time.Second}}
+	var specs []abi.ToolSpec
+	have := map[string]bool{}
+	for _, s := range t.Specs() {
+		have[s.Name] = true
+		if len(pc.Only) > 0 && !contains(pc.Only, s.Name) {
+			continue
+		}
+		sp := abi.ToolSpec{Name: s.Name, Description: s.Description, Parameters: abi.RawJSON(s.Parameters)}
+		specs = append(specs, sp)
+		tb.Specs = append(tb.Specs, openAISpec(sp))
+	}
+	for _, want := range pc.Only {
+		if !have[want] {
+			t.Close(ctx)
+			return ToolBinding{}, nil, fmt.Errorf("tool %s: no tool %q in it", name, want)
+		}
+	}
+	if env.Logger != nil {
+		c := t.Config()
+		env.Logger.Info("environment service configured", "service", name, "tools", len(tb.Specs),
+			"max_concurrent", c.MaxConcurrent, "creates_per_second", c.CreatesPerSecond, "retries", *c.Retries,
+			"create_timeout", c.CreateTimeout, "call_timeout", c.CallTimeout, "reward", c.Reward)
+	}
+	return tb, specs, nil
+}
+
+// envAdapter times an environment's calls like a plugin's; it is an EpisodeEnv (one environment per episode).
+type envAdapter struct {
+	t       *envtool.Tool
+	name    string
+	observe func(kind, plugin string, d time.Duration)
+}
+
+func (a envAdapter) Call(ctx context.Context, name string, args json.RawMessage) (abi.ToolResult, error) {
+	return a.CallEpisode(ctx, "", name, args)
+}
+
+func (a envAdapter) CallEpisode(ctx context.Context, episodeID, name string, args json.RawMessage) (abi.ToolResult, error) {
+	t0 := time.Now()
+	r, err := a.t.CallEpisode(ctx, episodeID, name, args)
+	if a.observe != nil {
+		a.observe("tool", a.name, time.Since(t0))
+	}
+	return r, err
+}
+
+func (a envAdapter) BeginEpisode(ctx context.Context, episodeID string, metadata json.RawMessage) error {
+	return a.t.BeginEpisode(ctx, episodeID, metadata)
+}
+
+func (a envAdapter) EpisodeReward(ctx context.Context, episodeID string) (*float64, error) {
+	return a.t.EpisodeReward(ctx, episodeID)
+}
+
+func (a envAdapter) CloseEpisode(ctx context.Context, episodeID string) error {
+	return a.t.CloseEpisode(ctx, episodeID)
+}
+
+func (a envAdapter) EndEpisode(episodeID string)     { a.t.EndEpisode(episodeID) }
+func (a envAdapter) Close(ctx context.Context) error { return a.t.Close(ctx) }
 
 // openAISpec writes a plugin's tool spec in the OpenAI function format that chat templates expect.
 func openAISpec(sp abi.ToolSpec) json.RawMessage {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/runtime/envtool"
 	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/mcptool"
@@ -134,6 +135,10 @@ type PluginConfig struct {
 	// MCP makes a tool entry an MCP server's tools (runtime/mcptool): `mcp = { command = [...] }` (stdio) or
 	// `mcp = { url = "..." }` (streamable HTTP); Plugin stays empty, Only and Timeout apply.
 	MCP *mcptool.Config `toml:"mcp"`
+	// Env makes a tool entry a remote environment service's tools (runtime/envtool, docs/environments.md):
+	// `env = { url = "http://..." }`, one environment per episode; Plugin stays empty, Only and Timeout (per call)
+	// apply.
+	Env *envtool.Config `toml:"env"`
 	// HTTP grants a sandboxed plugin outbound HTTP through agentrt_v1.http_request (plugins/ABI.md 3.1): allowed
 	// hosts, methods, timeout, body caps, requests per episode and per second, headers from env vars.
 	HTTP *outbound.Grant `toml:"http"`
@@ -310,6 +315,7 @@ func (c *Config) Validate() error {
 		}
 	}
 	names := map[string]bool{}
+	services := map[string]*envtool.Config{} // an environment service's limits are shared by the entries naming it
 	for i := range c.Agents {
 		a := &c.Agents[i]
 		if a.Name == "" {
@@ -350,7 +356,30 @@ func (c *Config) Validate() error {
 		if a.MaxToolResultBytes < 0 {
 			return &FieldError{"agent.max_tool_result_bytes", fmt.Sprintf("agent %q: must be >= 0", a.Name)}
 		}
+		rewards := 0
 		for _, p := range a.Tools {
+			if p.Env != nil {
+				if p.Plugin != "" || p.Command != nil || p.MCP != nil {
+					return &FieldError{"agent.tools.env", fmt.Sprintf("agent %q: an env tool entry takes no plugin, command or mcp table", a.Name)}
+				}
+				if p.HTTP != nil {
+					return &FieldError{"agent.tools.http", fmt.Sprintf("agent %q: %s: only a .wasm plugin can be granted outbound http", a.Name, p.Env.Name())}
+				}
+				if key, err := p.Env.Validate(); err != nil {
+					return &FieldError{"agent.tools.env." + key, fmt.Sprintf("agent %q: %v", a.Name, err)}
+				}
+				if p.Env.Reward {
+					if rewards++; rewards > 1 {
+						return &FieldError{"agent.tools.env.reward", fmt.Sprintf("agent %q: only one environment can give the reward", a.Name)}
+					}
+				}
+				if prev := services[p.Env.ServiceKey()]; prev != nil && (prev.MaxConcurrent != p.Env.MaxConcurrent || prev.CreatesPerSecond != p.Env.CreatesPerSecond) {
+					return &FieldError{"agent.tools.env.max_concurrent", fmt.Sprintf("agent %q: %s: max_concurrent %d, creates_per_second %v, but another entry gives this service %d and %v: the limits are the service's, shared by every entry naming it (set the same on each)",
+						a.Name, p.Env.Name(), p.Env.MaxConcurrent, p.Env.CreatesPerSecond, prev.MaxConcurrent, prev.CreatesPerSecond)}
+				}
+				services[p.Env.ServiceKey()] = p.Env
+				continue
+			}
 			if p.MCP != nil {
 				if p.Plugin != "" || p.Command != nil {
 					return &FieldError{"agent.tools.mcp", fmt.Sprintf("agent %q: an mcp tool entry takes no plugin or command table", a.Name)}

@@ -39,6 +39,27 @@ type EpisodeTool interface {
 	EndEpisode(episodeID string)
 }
 
+// EpisodeEnv is an EpisodeTool whose state lives outside agentrt, in an environment made for each episode (a
+// remote environment service, runtime/envtool). The loop begins it once the first prompt is ready, passing the
+// sample's metadata; asks it for a reward when the episode completed or was truncated; and closes it when the
+// episode ends, whatever ended it (CloseEpisode instead of EndEpisode). A failure of the environment itself (an
+// error that implements EnvironmentFailure) aborts the episode with ReasonEnvironment: never a completed episode
+// with a made-up reward.
+type EpisodeEnv interface {
+	EpisodeTool
+	BeginEpisode(ctx context.Context, episodeID string, metadata json.RawMessage) error
+	// EpisodeReward is the environment's reward for the episode (nil: it gives none).
+	EpisodeReward(ctx context.Context, episodeID string) (*float64, error)
+	// CloseEpisode closes the episode's environment, on a context of its own (the episode's may be cancelled).
+	CloseEpisode(ctx context.Context, episodeID string) error
+}
+
+// envFailure is an environment's own failure (*envtool.Error): the episode cannot go on.
+type envFailure interface {
+	error
+	EnvironmentFailure()
+}
+
 // ToolBinding attaches one tool plugin to an agent.
 type ToolBinding struct {
 	// Plugin names the plugin (for errors and provenance); SHA256 identifies its module.

@@ -13,7 +13,7 @@ import (
 //
 //	go test -run '^$' -fuzz FuzzParse -fuzztime 30s ./runtime/config/
 func FuzzParse(f *testing.F) {
-	for _, p := range []string{"../../runtime.toml", "../../examples/math-python/runtime.toml", "../../examples/web-agent/runtime.toml", "../../examples/frontdoor/runtime.toml"} {
+	for _, p := range []string{"../../runtime.toml", "../../examples/math-python/runtime.toml", "../../examples/web-agent/runtime.toml", "../../examples/frontdoor/runtime.toml", "../../examples/environments/runtime.toml"} {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -118,6 +118,12 @@ func parse(path, src string) (*runtime.Config, error) {
 				}
 				t.MCP.Dir = base
 			}
+			if t.Env != nil { // $VARS expand in the URL and header values (tokens stay out of the file)
+				t.Env.URL = os.ExpandEnv(t.Env.URL)
+				for k, v := range t.Env.Headers {
+					t.Env.Headers[k] = os.ExpandEnv(v)
+				}
+			}
 		}
 		for _, list := range [][]runtime.PluginConfig{a.Tools, a.Hooks} {
 			for j := range list {

@@ -43,6 +43,27 @@ func TestParseMCPTool(t *testing.T) {
 	}
 }
 
+func TestParseEnvTool(t *testing.T) {
+	t.Setenv("ENV_HOST", "sandbox.internal:9000")
+	t.Setenv("ENV_TOKEN", "s3cret")
+	src := strings.Replace(good, `plugin = "builtin:calculator"`, `env = { url = "http://$ENV_HOST", headers = { Authorization = "Bearer $ENV_TOKEN" }, max_concurrent = 32, creates_per_second = 4.5, retries = 0, create_timeout = "2m", reward = true }
+only = ["read_file"]
+timeout = "30s"`, 1)
+	cfg, err := Parse("/etc/agentrt/runtime.toml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := cfg.Agents[0].Tools[0]
+	e := tc.Env
+	if e == nil || e.URL != "http://sandbox.internal:9000" || e.Headers["Authorization"] != "Bearer s3cret" || e.MaxConcurrent != 32 ||
+		e.CreatesPerSecond != 4.5 || e.Retries == nil || *e.Retries != 0 || e.CreateTimeout.Minutes() != 2 || !e.Reward {
+		t.Errorf("env = %+v", e)
+	}
+	if tc.Timeout.Seconds() != 30 || tc.Only[0] != "read_file" {
+		t.Errorf("tool entry = %+v", tc)
+	}
+}
+
 func TestParseGood(t *testing.T) {
 	cfg, err := Parse("/etc/agentrt/runtime.toml", good)
 	if err != nil {
@@ -95,6 +116,12 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"mcp bad url", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nmcp = { url = \"ftp://h\" }", 1), 20, "agent.tools.mcp.url", "not an http:// or https:// URL"},
 		{"mcp typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nmcp = { comand = [\"x\"] }", 1), 20, "agent.tools.mcp.comand", `did you mean "agent.tools.mcp.command"`},
 		{"mcp and plugin", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\nmcp = { command = [\"x\"] }", 1), 18, "agent.tools.mcp", "takes no plugin"},
+		{"env bad url", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nenv = { url = \"sandbox:9000\" }", 1), 20, "agent.tools.env.url", "not an http:// or https:// URL"},
+		{"env typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nenv = { url = \"http://h\", max_concurent = 3 }", 1), 20, "agent.tools.env.max_concurent", `did you mean "agent.tools.env.max_concurrent"`},
+		{"env and plugin", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\nenv = { url = \"http://h\" }", 1), 18, "agent.tools.env", "takes no plugin"},
+		{"env negative", strings.Replace(good, `plugin = "builtin:calculator"`, "env = { url = \"http://h\", creates_per_second = -1 }", 1), 17, "agent.tools.env.creates_per_second", "must be a number >= 0"},
+		{"env limits disagree", strings.Replace(good, `plugin = "builtin:calculator"`, "env = { url = \"http://h\", max_concurrent = 4 }\nonly = [\"a\"]\n\n[[agent.tools]]\nenv = { url = \"http://h/\", max_concurrent = 8 }\nonly = [\"b\"]", 1), 17, "agent.tools.env.max_concurrent", "the limits are the service's"},
+		{"two env rewards", strings.Replace(good, `plugin = "builtin:calculator"`, "env = { url = \"http://h\", reward = true }\n\n[[agent.tools]]\nenv = { url = \"http://g\", reward = true }", 1), 17, "agent.tools.env.reward", "only one environment"},
 		{"http on a builtin", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\nhttp = { hosts = [\"api.x.com\"] }", 1), 18, "agent.tools.http", "only a .wasm plugin"},
 		{"http bad host", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"ftp://x\"] }", 1), 18, "agent.tools.http", "scheme must be http or https"},
 		{"http typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"x.com\"], methds = [\"GET\"] }", 1), 18, "agent.tools.http.methds", `did you mean "agent.tools.http.methods"`},
