@@ -78,6 +78,7 @@ func TestSGLangContract(t *testing.T) {
 		{"pause_generation: in_place", func() error { return c.PauseGeneration(ctx, "", sglang.PauseInPlace) }},
 		{"continue_generation", func() error { return c.ContinueGeneration(ctx, "") }},
 		{"flush_cache", func() error { return c.FlushCache(ctx, "") }},
+		{"v1/loads (the adaptive limit's signal)", func() error { _, err := c.Loads(ctx, hs.URL); return err }},
 		{"update_weights_from_disk", func() error {
 			v := "step-2"
 			_, err := c.UpdateWeightsFromDisk(ctx, "", &sglang.UpdateWeightsFromDiskRequest{ModelPath: "/models/step-2", WeightVersion: &v})
@@ -109,6 +110,21 @@ func TestSGLangContract(t *testing.T) {
 	} {
 		rec.step(bad.name)
 		r, err := http.Post(hs.URL+"/generate", "application/json", strings.NewReader(bad.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		r.Body.Close()
+	}
+
+	// Endpoints a gateway or an operator reads, which agentrt's emulator serves as SGLang does.
+	for _, g := range []struct{ name, path string }{
+		{"ready", "/ready"},
+		{"v1/loads: every section", "/v1/loads"},
+		{"refused: v1/loads with an unknown section", "/v1/loads?include=core,bogus"},
+	} {
+		rec.step(g.name)
+		r, err := http.Get(hs.URL + g.path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,6 +179,7 @@ type exchange struct {
 	Name        string `json:"name"`
 	Method      string `json:"method"`
 	Path        string `json:"path"`
+	Query       string `json:"query"`
 	Request     string `json:"request"`
 	Status      int    `json:"status"`
 	ContentType string `json:"content_type"`
@@ -188,7 +205,7 @@ func (r *recorder) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(rw.Code)
 	_, _ = w.Write(rw.Body.Bytes())
 	r.mu.Lock()
-	r.ex = append(r.ex, exchange{Name: r.name, Method: req.Method, Path: req.URL.Path, Request: string(body),
+	r.ex = append(r.ex, exchange{Name: r.name, Method: req.Method, Path: req.URL.Path, Query: req.URL.RawQuery, Request: string(body),
 		Status: rw.Code, ContentType: rw.Header().Get("Content-Type"), Response: rw.Body.String()})
 	r.mu.Unlock()
 }

@@ -11,7 +11,9 @@ The judges are SGLang 0.5.23's, from PyPI `sglang==0.5.23 --no-deps` (scripts/se
     torch);
   - srt/entrypoints/http_server.py, the handlers' status codes and literal bodies (read with `ast`);
   - srt/managers/schedule_batch.py, Req._compute_max_prefix_len: the radix-cache match limit, which bounds
-    meta_info.cached_tokens.
+    meta_info.cached_tokens;
+  - srt/entrypoints/v1_loads.py and srt/managers/load_snapshot.py, /v1/loads (read with `ast`): the reply's keys,
+    LoadSnapshot's core fields and types, QueueMetrics' fields and the valid include sections.
 Nothing here is a copy of SGLang's rules: each is read from those files at run time. Exit status 1 when any
 exchange breaks the contract, with one line per violation.
 """
@@ -50,6 +52,35 @@ def _tree(rel: str) -> ast.Module:
 IO_STRUCT = _tree("srt/managers/io_struct.py")
 HTTP_SERVER = _tree("srt/entrypoints/http_server.py")
 SCHEDULE_BATCH = _tree("srt/managers/schedule_batch.py")
+V1_LOADS = _tree("srt/entrypoints/v1_loads.py")
+LOAD_SNAPSHOT = _tree("srt/managers/load_snapshot.py")
+
+
+def class_annotations(tree: ast.Module, cls_name: str) -> dict[str, str]:
+    """The annotated fields of a class in tree, with their annotations as source text."""
+    for n in tree.body:
+        if isinstance(n, ast.ClassDef) and n.name == cls_name:
+            return {st.target.id: ast.unparse(st.annotation) for st in n.body
+                    if isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name)}
+    raise SystemExit(f"validate.py: no class {cls_name} (SGLang moved it?)")
+
+
+def frozenset_literal(body: list[ast.stmt], name: str) -> set[str]:
+    """The strings of `name = frozenset({...})` among the statements."""
+    for st in body:
+        if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in st.targets):
+            return {e.value for e in ast.walk(st.value) if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    raise SystemExit(f"validate.py: no {name} = frozenset(...) (SGLang moved it?)")
+
+
+def loads_handler_keys() -> set[str]:
+    """The keys of the dict v1_loads.get_loads returns for JSON."""
+    for n in ast.walk(V1_LOADS):
+        if isinstance(n, ast.AsyncFunctionDef) and n.name == "get_loads":
+            for r in ast.walk(n):
+                if isinstance(r, ast.Return) and isinstance(r.value, ast.Dict):
+                    return {k.value for k in r.value.keys if isinstance(k, ast.Constant)}
+    raise SystemExit("validate.py: v1_loads.get_loads returns no dict literal (SGLang moved it?)")
 
 
 def struct_fields(cls_name: str) -> set[str]:
@@ -206,10 +237,54 @@ def check_body_struct(ex: dict, cls: str) -> None:
     return body
 
 
+def check_loads(ex: dict) -> None:
+    """/v1/loads: the reply's keys, each load's core fields (all of LoadSnapshot's but the sections, with values of
+    their annotated types), the queues section's fields, and SGLang's 400 for an unknown include section."""
+    snapshot = class_annotations(LOAD_SNAPSHOT, "LoadSnapshot")
+    sections = frozenset_literal(LOAD_SNAPSHOT.body, "_SECTION_FIELDS")
+    valid = frozenset_literal(next(n for n in LOAD_SNAPSHOT.body if isinstance(n, ast.ClassDef) and n.name == "LoadSnapshot").body, "VALID_SECTIONS")
+    query = dict(kv.split("=", 1) for kv in ex.get("query", "").split("&") if "=" in kv)
+    include = [s.strip() for s in query.get("include", "").split(",") if s.strip()]
+    resp = parse(ex["response"])
+    if set(include) - valid:
+        if ex["status"] != 400 or not isinstance(resp, dict) or set(resp) != {"detail"} or not str(resp["detail"]).startswith("Invalid include sections"):
+            fail(ex, f"SGLang answers 400 {{'detail': 'Invalid include sections: ...'}}, got {ex['status']} {ex['response']!r}")
+        return
+    if ex["status"] != 200 or not isinstance(resp, dict):
+        fail(ex, f"want 200 and a JSON object, got {ex['status']} {ex['response']!r}")
+        return
+    if set(resp) != loads_handler_keys():
+        fail(ex, f"keys {sorted(resp)}, v1_loads.get_loads returns {sorted(loads_handler_keys())}")
+    core = {k: a for k, a in snapshot.items() if k not in sections}
+    for load in resp.get("loads", []):
+        if set(core) - set(load):
+            fail(ex, f"a load lacks LoadSnapshot fields {sorted(set(core) - set(load))}")
+        if set(load) - set(snapshot):
+            fail(ex, f"a load has keys {sorted(set(load) - set(snapshot))} that are not LoadSnapshot fields")
+        for k, ann in core.items():
+            v = load.get(k)
+            ok = ((ann == "int" and isinstance(v, int) and not isinstance(v, bool))
+                  or (ann == "float" and isinstance(v, (int, float)) and not isinstance(v, bool))
+                  or (ann.startswith("Optional") and (v is None or isinstance(v, (int, float, list)))))
+            if not ok:
+                fail(ex, f"{k} = {v!r} is not a {ann}")
+        if "queues" in load:
+            fields = set(class_annotations(LOAD_SNAPSHOT, "QueueMetrics"))
+            if set(load["queues"]) != fields:
+                fail(ex, f"queues keys {sorted(load['queues'])}, QueueMetrics has {sorted(fields)}")
+            if include and not ({"queues", "all"} & set(include)):
+                fail(ex, "queues present although include leaves them out")
+
+
 def check(ex: dict) -> None:
     p = ex["path"]
     if p == "/generate":
         check_generate(ex)
+    elif p == "/v1/loads":
+        check_loads(ex)
+    elif p == "/ready":
+        if ex["status"] not in (200, 503) or ex["response"] != "":
+            fail(ex, f"SGLang's /ready answers 200 or 503 with an empty body, got {ex['status']} {ex['response']!r}")
     elif p in ("/health", "/health_generate"):
         check_empty_ok(ex)
     elif p == "/abort_request":
