@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -236,8 +237,9 @@ func (c *Client) adapt(w *worker, l Load) int {
 	return next
 }
 
-// adaptLoop reads w's load every interval until the client closes. A worker without /v1/loads (SGLang before
-// 0.5) keeps its limit; that is logged once.
+// adaptLoop reads w's load every interval until the client closes. A worker without /v1/loads (404: SGLang
+// before 0.5) gets the fixed bound, max_in_flight_per_worker, and is no longer read; one that cannot answer now
+// keeps its limit until it can (each is logged once).
 func (c *Client) adaptLoop(w *worker) {
 	t := time.NewTicker(c.cfg.Adaptive.Interval)
 	defer t.Stop()
@@ -249,6 +251,13 @@ func (c *Client) adaptLoop(w *worker) {
 		case <-t.C:
 		}
 		l, err := c.Loads(context.Background(), w.url)
+		var he *HTTPError
+		if errors.As(err, &he) && he.StatusCode == http.StatusNotFound {
+			w.lim.setLimit(c.cfg.MaxInFlightPerWorker)
+			c.log.Warn("sglang: adaptive concurrency: the worker serves no /v1/loads (SGLang < 0.5?); it gets the fixed bound",
+				"server", w.url, "max_in_flight_per_worker", c.cfg.MaxInFlightPerWorker)
+			return
+		}
 		if err != nil {
 			if !warned {
 				c.log.Warn("sglang: adaptive concurrency: cannot read the worker's load; its limit stays", "server", w.url, "limit", w.lim.current(), "err", err)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/internal/testutil"
 )
@@ -145,4 +146,20 @@ func TestLoads(t *testing.T) {
 	if _, err := New(cfg); err == nil || !strings.Contains(err.Error(), "adaptive.enabled needs workers") {
 		t.Errorf("gateway + adaptive: %v", err)
 	}
+}
+
+// A worker without /v1/loads (older SGLang) gets the fixed bound instead of staying at the initial one.
+func TestAdaptiveWithoutLoads(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	cfg := DefaultConfig()
+	cfg.Workers = []string{srv.URL}
+	cfg.MaxInFlightPerWorker = 64
+	cfg.Adaptive = AdaptiveConfig{Enabled: true, Initial: 4, Interval: time.Millisecond}
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	testutil.Until(t, "the worker without /v1/loads to get max_in_flight_per_worker", func() bool { return c.Stats().Workers[0].Limit == 64 })
 }
