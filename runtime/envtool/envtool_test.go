@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -26,7 +27,7 @@ type refServer struct {
 
 // startReference starts the reference service with fault flags and returns it once it listens. python3 missing:
 // skipped, except under CI=true where it fails.
-func startReference(t *testing.T, flags ...string) *refServer {
+func startReference(t testing.TB, flags ...string) *refServer {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
@@ -90,7 +91,7 @@ func (s *refServer) stats(t *testing.T) serverStats {
 	return st
 }
 
-func open(t *testing.T, cfg Config) *Tool {
+func open(t testing.TB, cfg Config) *Tool {
 	t.Helper()
 	tool, err := Open(context.Background(), cfg)
 	if err != nil {
@@ -387,5 +388,43 @@ func TestLimitsSharedPerService(t *testing.T) {
 	c := open(t, Config{URL: srv.URL, MaxConcurrent: 4})
 	if c.limits == b.limits || cap(c.slots) != 4 || c.limiter != nil {
 		t.Errorf("after every entry closed, a new one does not get its own limits")
+	}
+}
+
+// BenchmarkReferenceCall is one tool call routed to an environment of the reference service (stdlib Python
+// http.server, loopback): what a remote environment adds to a turn besides the tool's own work.
+// BenchmarkReferenceLifecycle is an episode's create + one call + close.
+func BenchmarkReferenceCall(b *testing.B) {
+	srv := startReference(b)
+	tool := open(b, Config{URL: srv.URL})
+	if err := tool.BeginEpisode(context.Background(), "bench", json.RawMessage(`{"files": {"task.txt": "hello"}}`)); err != nil {
+		b.Fatal(err)
+	}
+	args := json.RawMessage(`{"path": "task.txt"}`)
+	b.ResetTimer()
+	for b.Loop() {
+		if r, err := tool.CallEpisode(context.Background(), "bench", "read_file", args); err != nil || r.IsError {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkReferenceLifecycle(b *testing.B) {
+	srv := startReference(b)
+	tool := open(b, Config{URL: srv.URL})
+	args := json.RawMessage(`{"path": "task.txt"}`)
+	i := 0
+	for b.Loop() {
+		ep := fmt.Sprint("bench-", i)
+		i++
+		if err := tool.BeginEpisode(context.Background(), ep, json.RawMessage(`{"files": {"task.txt": "hello"}}`)); err != nil {
+			b.Fatal(err)
+		}
+		if r, err := tool.CallEpisode(context.Background(), ep, "read_file", args); err != nil || r.IsError {
+			b.Fatal(err)
+		}
+		if err := tool.CloseEpisode(context.Background(), ep); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
