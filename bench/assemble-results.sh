@@ -10,7 +10,7 @@ Every figure below names the command that produced it. Machine: the project's 2-
 (`nproc` = 2), shared with other builds while most of these ran: load averages are given where they were
 recorded; ratios are taken within one run. Regenerate this file with `bench/assemble-results.sh`.
 
-## Targets (DESIGN.md) at a glance
+## Targets (docs/design.md) at a glance
 
 | target | result | where |
 |---|---|---|
@@ -23,7 +23,7 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | trajectory stream >= 5,000 trajectories/s of 4k tokens | **met on a quiet box**: 7,483-7,840/s with fsync, 11,038-11,499/s without (~1,460/s when the box was oversubscribed at load 17-20) | stream |
 
 HDR
-  for f in agent-loop side-by-side stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache tito-tokenizer tito-template python-tool durability soak test-stress frontdoor outbound bounds; do
+  for f in agent-loop side-by-side stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template python-tool durability soak test-stress frontdoor outbound bounds; do
     [[ -f "results/$f.md" ]] || continue
     echo
     echo "---"
