@@ -249,12 +249,11 @@ func (e *episode) finish(status, reason, errText string) {
 	e.traj.Status, e.traj.StatusReason, e.traj.Error = status, reason, errText
 }
 
-func (e *episode) renderOptions(tools bool) tito.RenderOptions {
-	o := tito.RenderOptions{AddGenerationPrompt: true, Kwargs: e.a.cfg.ChatTemplateKwargs}
-	if tools {
-		o.Tools = e.a.toolSpecs
-	}
-	return o
+// renderOptions are the same for the first prompt and every delta: a delta is the tail of the render of the whole
+// conversation, and transformers renders that with the tools (Hermes-3's template even iterates them
+// unconditionally; Mistral's writes them before the last user message).
+func (e *episode) renderOptions() tito.RenderOptions {
+	return tito.RenderOptions{AddGenerationPrompt: true, Kwargs: e.a.cfg.ChatTemplateKwargs, Tools: e.a.toolSpecs}
 }
 
 func (e *episode) loop(ctx context.Context) {
@@ -362,7 +361,7 @@ func messageBytes(msgs []tito.Message) int64 {
 // item when its samples share it (the ids are only read afterwards: AppendPrompt copies them).
 func (e *episode) firstPrompt() ([]int32, error) {
 	render := func() ([]int32, error) {
-		text, err := e.a.d.Template.Render(e.msgs, e.renderOptions(true))
+		text, err := e.a.d.Template.Render(e.msgs, e.renderOptions())
 		if err != nil {
 			return nil, err
 		}
@@ -765,7 +764,7 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	text, err := e.a.d.Template.RenderDelta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.renderOptions(false))
+	text, err := e.a.d.Template.RenderDelta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.renderOptions())
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false

@@ -28,6 +28,9 @@ var familyE2E = []struct {
 	{"qwen3-2507-thinking", "AGENTRT_QWEN3_MODEL"},
 	{"qwen2.5", "AGENTRT_QWEN3_MODEL"},
 	{"qwen3.5", "AGENTRT_QWEN3_MODEL"}, // Qwen3.5 with its XML calls (qwen3_coder)
+	{"qwen3-coder", "AGENTRT_QWEN3_MODEL"},
+	{"qwq-32b", "AGENTRT_QWEN3_MODEL"},
+	{"hermes-3", "AGENTRT_QWEN3_MODEL"}, // ChatML: Qwen's vocabulary has its <|im_start|>/<|im_end|>
 	{"llama3.1", "AGENTRT_LLAMA31_MODEL"},
 	{"llama3.2", "AGENTRT_LLAMA31_MODEL"},
 	{"gpt-oss", "AGENTRT_GPTOSS_MODEL"},

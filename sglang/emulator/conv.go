@@ -171,7 +171,14 @@ func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 		if i := strings.LastIndex(m.content, "<tools>"); i >= 0 {
 			// the last one: Qwen's prompt mentions "<tools></tools>" before the block
 			block, _, _ := strings.Cut(m.content[i+len("<tools>"):], "</tools>")
-			c.tools = append(c.tools, scanTools(block)...)
+			ts := scanTools(block)
+			if len(ts) == 0 && strings.Contains(block, "<function>") {
+				ts = scanXMLTools(block) // Qwen3-Coder: <function><name>...</name><parameters>...
+			}
+			if len(ts) == 0 {
+				ts = scanLooseTools(block) // Hermes-3 writes its tool JSON by hand (raw newlines and quotes in it)
+			}
+			c.tools = append(c.tools, ts...)
 		} else if c.format == chatHarmony && m.role == "developer" {
 			c.tools = append(c.tools, scanTypeScriptTools(m.content)...)
 		} else if c.format == chatDeepSeek && m.role == "system" || c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
@@ -335,6 +342,66 @@ func splitDeepSeek(text string) (msgs []message, open *message) {
 	}
 	flush()
 	return msgs, nil
+}
+
+// scanLooseTools reads tools whose JSON is broken around a well-formed parameters schema: Hermes-3's template
+// writes `{"name": "NAME", "description": "...", "parameters": SCHEMA}` by hand, with the description's newlines
+// and quotes unescaped, and only the schema through tojson.
+func scanLooseTools(s string) []toolSpec {
+	const nameKey, paramsKey = `{"name": "`, `"parameters": `
+	var out []toolSpec
+	for rest := s; ; {
+		i := strings.Index(rest, nameKey)
+		if i < 0 {
+			return out
+		}
+		rest = rest[i+len(nameKey):]
+		name, after, ok := strings.Cut(rest, `"`)
+		j := strings.Index(after, paramsKey)
+		if !ok || j < 0 {
+			return out
+		}
+		var schema json.RawMessage
+		if json.NewDecoder(strings.NewReader(after[j+len(paramsKey):])).Decode(&schema) != nil {
+			continue
+		}
+		nb, _ := json.Marshal(name)
+		if t, ok := toolFromJSON(json.RawMessage(`{"name": ` + string(nb) + `, "parameters": ` + string(schema) + `}`)); ok {
+			out = append(out, t)
+		}
+	}
+}
+
+// scanXMLTools reads Qwen3-Coder's tool list: "<function>\n<name>NAME</name>" with "<parameter>\n<name>P</name>
+// \n<type>T</type>" entries and a JSON "<required>[...]</required>".
+func scanXMLTools(s string) []toolSpec {
+	tag := func(s, name string) string {
+		_, rest, ok := strings.Cut(s, "<"+name+">")
+		if !ok {
+			return ""
+		}
+		v, _, _ := strings.Cut(rest, "</"+name+">")
+		return strings.TrimSpace(v)
+	}
+	var out []toolSpec
+	for _, fn := range strings.Split(s, "<function>")[1:] {
+		fn, _, _ = strings.Cut(fn, "</function>")
+		head, params, _ := strings.Cut(fn, "<parameters>")
+		t := toolSpec{Name: tag(head, "name"), ParamTypes: map[string]string{}}
+		if t.Name == "" {
+			continue
+		}
+		for _, p := range strings.Split(params, "<parameter>")[1:] {
+			p, _, _ = strings.Cut(p, "</parameter>")
+			if name := tag(p, "name"); name != "" {
+				t.Params = append(t.Params, name)
+				t.ParamTypes[name] = tag(p, "type")
+			}
+		}
+		_ = json.Unmarshal([]byte(tag(params, "required")), &t.Required)
+		out = append(out, t)
+	}
+	return out
 }
 
 // scanHeadedTools reads tools written as "### NAME" ... "Parameters: {schema}" (SGLang's DeepSeek V3.1 template).

@@ -55,3 +55,32 @@ func TestSplitHarmony(t *testing.T) {
 		t.Errorf("tools %+v, want %+v", c.tools, want)
 	}
 }
+
+// Tool lists that are not one JSON object a line: Qwen3-Coder's XML, and Hermes-3's hand-written JSON (raw
+// newlines and quotes in the description, only the schema through tojson).
+func TestScanToolListVariants(t *testing.T) {
+	xml := "\n<function>\n<name>calculator</name>\n<description>Evaluate \"2+3\"</description>\n<parameters>\n<parameter>\n<name>expression</name>\n<type>string</type>\n</parameter>\n" +
+		"<parameter>\n<name>digits</name>\n<type>integer</type>\n</parameter>\n<required>[\"expression\"]</required>\n</parameters>\n</function>\n<function>\n<name>now</name>\n</function>\n"
+	want := []toolSpec{
+		{Name: "calculator", Params: []string{"expression", "digits"}, ParamTypes: map[string]string{"expression": "string", "digits": "integer"}, Required: []string{"expression"}},
+		{Name: "now", ParamTypes: map[string]string{}},
+	}
+	if got := scanXMLTools(xml); !reflect.DeepEqual(got, want) {
+		t.Errorf("scanXMLTools = %+v", got)
+	}
+	hermes := ` {"type": "function", "function": {"name": "calculator", "description": "calculator(expression: str) - Evaluate "(2 + 3)".
+
+    Args:
+        expression(str): The expression.", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}
+{"type": "function", "function": {"name": "now", "description": "now() - The time.", "parameters": {}} `
+	if got := scanTools(hermes); len(got) != 1 || got[0].Name != "now" {
+		t.Errorf("scanTools on Hermes-3's list = %+v (only the well-formed one is JSON)", got)
+	}
+	want = []toolSpec{
+		{Name: "calculator", Params: []string{"expression"}, ParamTypes: map[string]string{"expression": "string"}, Required: []string{"expression"}},
+		{Name: "now", ParamTypes: map[string]string{}},
+	}
+	if got := scanLooseTools(hermes); !reflect.DeepEqual(got, want) {
+		t.Errorf("scanLooseTools = %+v", got)
+	}
+}
