@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/plugin"
 	"github.com/agentrt/agentrt/sglang"
@@ -129,6 +130,13 @@ func newHarnessWith(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, re
 		emu.ServeHTTP(w, r)
 	}))
 	t.Cleanup(h.srv.Close)
+	t.Cleanup(func() {
+		// Runs before the server's Close: a request a failed test left waiting (at a pause, say) is aborted, so the
+		// Close does not wait for it for ever.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		emu.Close(ctx)
+	})
 	sc := sglang.DefaultConfig()
 	sc.Workers = []string{h.srv.URL}
 	sc.Retry = retry
@@ -144,6 +152,19 @@ func newHarnessWith(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, re
 		t.Fatal(err)
 	}
 	return h
+}
+
+// untilRunning waits until the emulator runs n generations: its own count (/v1/loads num_running_reqs), not
+// just requests that reached its handler, so that a pause(abort) sent next finds them to abort.
+func (h *harness) untilRunning(t *testing.T, n int, what string) {
+	t.Helper()
+	testutil.Until(t, what, func() bool {
+		if h.generating.Load() != int64(n) {
+			return false
+		}
+		l, err := h.client.Loads(context.Background(), h.srv.URL)
+		return err == nil && l.Running == n
+	})
 }
 
 func fastRetry() sglang.RetryConfig {

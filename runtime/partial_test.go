@@ -170,7 +170,7 @@ func TestPartialRolloutAcrossPauseAndUpdate(t *testing.T) {
 	go func() {
 		done <- h.agent.Run(ctx, runtime.Episode{ID: "pu", Messages: []tito.Message{{Role: "user", Content: "What is 6*7?"}}})
 	}()
-	testutil.Until(t, "the episode's first /generate to be in flight", func() bool { return h.generating.Load() == 1 })
+	h.untilRunning(t, 1, "the episode's first /generate to be running in the emulator")
 	if err := h.client.PauseGeneration(ctx, "", sglang.PauseAbort); err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestServicePauseAbortResumesTurn(t *testing.T) {
 	out := &emitter{}
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx, request("pa", 1, "What is 6*7?"), out) }()
-	testutil.Until(t, "the episode's first /generate to be in flight", func() bool { return h.generating.Load() == 1 })
+	h.untilRunning(t, 1, "the episode's first /generate to be running in the emulator")
 	if err := svc.Pause(ctx, sglang.PauseAbort); err != nil {
 		t.Fatal(err)
 	}

@@ -157,7 +157,7 @@ func TestServiceCancelAbortsOnServer(t *testing.T) {
 	out := &emitter{}
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx, request("c", 2, "What is 1+1?"), out) }()
-	testutil.Until(t, "both episodes' first /generate to reach the emulator", func() bool { return h.generating.Load() == 2 })
+	h.untilRunning(t, 2, "both episodes' first /generate to be running in the emulator")
 	cancel()
 	testutil.Wait(t, "Run to return after the cancel", done)
 	trs := out.trajectories(t)
