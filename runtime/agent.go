@@ -82,6 +82,9 @@ type AgentDeps struct {
 	// Gate, if set, holds each model call while it is closed (a pause for a weight update).
 	Gate   *Gate
 	Logger *slog.Logger
+	// Owned are closed with the agent: the plugin modules BuildAgent loaded for it (their instances would
+	// otherwise stay in the host until it closes).
+	Owned []interface{ Close(context.Context) error }
 }
 
 // Agent runs episodes of one configured agent. It is safe for concurrent use: each Run is independent.
@@ -92,6 +95,9 @@ type Agent struct {
 	toolSpecs []json.RawMessage
 	stop      map[int32]bool
 	log       *slog.Logger
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewAgent checks the dependencies and returns an Agent.
@@ -129,16 +135,23 @@ func NewAgent(cfg AgentConfig, d AgentDeps) (*Agent, error) {
 	return a, nil
 }
 
-// Close releases what the agent's tools hold outside the plugin host (a command tool's compiled module and any
-// scratch directories left behind). Plugin modules belong to the host and close with it.
+// Close releases what the agent holds: what its tools hold outside the plugin host (a command tool's compiled
+// module and scratch directories, MCP servers, remote environments) and the plugin modules loaded for it.
+// Episodes must have ended.
 func (a *Agent) Close(ctx context.Context) error {
-	var errs []error
-	for _, tb := range a.d.Tools {
-		if c, ok := tb.Tool.(interface{ Close(context.Context) error }); ok {
+	a.closeOnce.Do(func() {
+		var errs []error
+		for _, tb := range a.d.Tools {
+			if c, ok := tb.Tool.(interface{ Close(context.Context) error }); ok {
+				errs = append(errs, c.Close(ctx))
+			}
+		}
+		for _, c := range a.d.Owned {
 			errs = append(errs, c.Close(ctx))
 		}
-	}
-	return errors.Join(errs...)
+		a.closeErr = errors.Join(errs...)
+	})
+	return a.closeErr
 }
 
 // Name is the agent's configured name.

@@ -82,13 +82,17 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 	d.CallIDs = fam.Profile.CallIDs
 
 	var specs []abi.ToolSpec
-	// A failed build closes what the tools opened outside the host (MCP server processes, command modules).
+	// A failed build closes what the tools opened outside the host (MCP server processes, command modules) and
+	// the plugin modules it loaded.
 	defer func() {
 		if err != nil {
 			for _, tb := range d.Tools {
 				if c, ok := tb.Tool.(interface{ Close(context.Context) error }); ok {
 					c.Close(context.WithoutCancel(ctx))
 				}
+			}
+			for _, c := range d.Owned {
+				c.Close(context.WithoutCancel(ctx))
 			}
 		}
 	}()
@@ -132,6 +136,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 		if err != nil {
 			return nil, fmt.Errorf("tool %s: %w", pc.Plugin, err)
 		}
+		d.Owned = append(d.Owned, mod)
 		t, err := mod.Tool()
 		if err != nil {
 			return nil, err
@@ -158,7 +163,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 		d.Tools = append(d.Tools, tb)
 	}
 	for _, pc := range ac.Hooks {
-		h, sha, err := loadHook(ctx, env.Host, pc)
+		h, sha, err := loadHook(ctx, env.Host, pc, &d.Owned)
 		if err != nil {
 			return nil, err
 		}
@@ -167,7 +172,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 		d.Hooks = append(d.Hooks, HookBinding{Plugin: pc.Plugin, SHA256: sha, Hook: h})
 	}
 	if ac.Reward != nil {
-		h, sha, err := loadHook(ctx, env.Host, *ac.Reward)
+		h, sha, err := loadHook(ctx, env.Host, *ac.Reward, &d.Owned)
 		if err != nil {
 			return nil, err
 		}
@@ -183,6 +188,7 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 	if err != nil {
 		return nil, err
 	}
+	d.Owned = append(d.Owned, pmod)
 	p, err := pmod.Parser()
 	if err != nil {
 		return nil, err
@@ -366,11 +372,13 @@ func loadCommand(ctx context.Context, host *plugin.Host, pc PluginConfig) (*comm
 	return command.New(ctx, wasm, cfg)
 }
 
-func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig) (hookAdapter, string, error) {
+// loadHook loads a hook plugin and adds its module to owned.
+func loadHook(ctx context.Context, host *plugin.Host, pc PluginConfig, owned *[]interface{ Close(context.Context) error }) (hookAdapter, string, error) {
 	mod, err := loadPlugin(ctx, host, pc, nil)
 	if err != nil {
 		return hookAdapter{}, "", fmt.Errorf("hook %s: %w", pc.Plugin, err)
 	}
+	*owned = append(*owned, mod)
 	h, err := mod.Hook()
 	if err != nil {
 		return hookAdapter{}, "", err

@@ -151,6 +151,7 @@ func newHarnessWith(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, re
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { h.agent.Close(context.Background()) }) // its plugin modules leave the shared host
 	return h
 }
 

@@ -131,5 +131,6 @@ func newModelHarness(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, m
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { h.agent.Close(context.Background()) })
 	return h
 }

@@ -174,6 +174,9 @@ func TestHostilePlugins(t *testing.T) {
 					ac.Hooks = []runtime.PluginConfig{pc}
 				}
 				agent, err = runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: gen, Model: qwen3})
+				if a := agent; err == nil {
+					t.Cleanup(func() { a.Close(context.Background()) })
+				}
 			case "parser":
 				var mod *pluginModule
 				mod, err = loadParserPlugin(pc)

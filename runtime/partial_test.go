@@ -70,6 +70,7 @@ func partialHarness(t *testing.T, policy string, mask bool) (*abortingGenerator,
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { agent.Close(context.Background()) })
 	return g, agent
 }
 
@@ -278,6 +279,7 @@ func TestPartialRolloutResumesAreBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer agent.Close(context.Background())
 	tr := agent.Run(context.Background(), runtime.Episode{ID: "b", Messages: []tito.Message{{Role: "user", Content: "hi"}}})
 	if tr.Status != runtime.StatusAborted || g.calls != 17 {
 		t.Fatalf("status %s/%s after %d calls", tr.Status, tr.StatusReason, g.calls)
