@@ -145,20 +145,11 @@ func BuildAgent(ctx context.Context, ac AgentConfig, env BuildEnv) (_ *Agent, er
 		if mod.HTTPGranted() && env.Logger != nil {
 			env.Logger.Info("plugin granted outbound http", "plugin", pc.Plugin, "hosts", pc.HTTP.Hosts, "methods", pc.HTTP.Methods)
 		}
-		have := map[string]bool{}
-		for _, sp := range t.Specs() {
-			have[sp.Name] = true
-			if len(pc.Only) > 0 && !contains(pc.Only, sp.Name) {
-				continue
-			}
-			specs = append(specs, sp)
-			tb.Specs = append(tb.Specs, openAISpec(sp))
+		sps, err := bindSpecs(&tb, t.Specs(), pc.Only)
+		if err != nil {
+			return nil, err
 		}
-		for _, want := range pc.Only {
-			if !have[want] {
-				return nil, fmt.Errorf("tool %s: no tool %q in it", pc.Plugin, want)
-			}
-		}
+		specs = append(specs, sps...)
 		plugins[pc.Plugin] = mod.SHA256()
 		d.Tools = append(d.Tools, tb)
 	}
@@ -406,22 +397,14 @@ func openMCP(ctx context.Context, pc PluginConfig, toolTimeout time.Duration, en
 	// restart a crashed server, which the call's timeout does not pay for.
 	tb := ToolBinding{Plugin: name, SHA256: "server:" + t.Server(), Tool: mcpAdapter{t, name, env.PluginCall},
 		Timeout: Duration{cfg.CallTimeout + cfg.ConnectTimeout + 5*time.Second}}
-	var specs []abi.ToolSpec
-	have := map[string]bool{}
+	var listed []abi.ToolSpec
 	for _, s := range t.Specs() {
-		have[s.Name] = true
-		if len(pc.Only) > 0 && !contains(pc.Only, s.Name) {
-			continue
-		}
-		sp := abi.ToolSpec{Name: s.Name, Description: s.Description, Parameters: abi.RawJSON(s.Parameters)}
-		specs = append(specs, sp)
-		tb.Specs = append(tb.Specs, openAISpec(sp))
+		listed = append(listed, abi.ToolSpec{Name: s.Name, Description: s.Description, Parameters: abi.RawJSON(s.Parameters)})
 	}
-	for _, want := range pc.Only {
-		if !have[want] {
-			t.Close(ctx)
-			return ToolBinding{}, nil, fmt.Errorf("tool %s: no tool %q in it", name, want)
-		}
+	specs, err := bindSpecs(&tb, listed, pc.Only)
+	if err != nil {
+		t.Close(ctx)
+		return ToolBinding{}, nil, err
 	}
 	if env.Logger != nil {
 		env.Logger.Info("mcp server connected", "server", name, "tools", len(tb.Specs), "per_episode", pc.MCP.PerEpisode, "max_calls", pc.MCP.MaxCalls)
@@ -472,22 +455,14 @@ func openEnv(ctx context.Context, pc PluginConfig, toolTimeout time.Duration, en
 	// The binding's limit leaves the tool its own timeout message (the call timed out, the environment lives on).
 	tb := ToolBinding{Plugin: name, SHA256: "service:" + service, Tool: envAdapter{t, name, env.PluginCall},
 		Timeout: Duration{cfg.CallTimeout + 5*time.Second}}
-	var specs []abi.ToolSpec
-	have := map[string]bool{}
+	var listed []abi.ToolSpec
 	for _, s := range t.Specs() {
-		have[s.Name] = true
-		if len(pc.Only) > 0 && !contains(pc.Only, s.Name) {
-			continue
-		}
-		sp := abi.ToolSpec{Name: s.Name, Description: s.Description, Parameters: abi.RawJSON(s.Parameters)}
-		specs = append(specs, sp)
-		tb.Specs = append(tb.Specs, openAISpec(sp))
+		listed = append(listed, abi.ToolSpec{Name: s.Name, Description: s.Description, Parameters: abi.RawJSON(s.Parameters)})
 	}
-	for _, want := range pc.Only {
-		if !have[want] {
-			t.Close(ctx)
-			return ToolBinding{}, nil, fmt.Errorf("tool %s: no tool %q in it", name, want)
-		}
+	specs, err := bindSpecs(&tb, listed, pc.Only)
+	if err != nil {
+		t.Close(ctx)
+		return ToolBinding{}, nil, err
 	}
 	if env.Logger != nil {
 		c := t.Config()
@@ -532,6 +507,27 @@ func (a envAdapter) CloseEpisode(ctx context.Context, episodeID string) error {
 
 func (a envAdapter) EndEpisode(episodeID string)     { a.t.EndEpisode(episodeID) }
 func (a envAdapter) Close(ctx context.Context) error { return a.t.Close(ctx) }
+
+// bindSpecs puts the listed specs that only names (all of them when only is empty) on tb in the OpenAI format
+// and returns them; a name in only that is not listed is an error naming tb's plugin.
+func bindSpecs(tb *ToolBinding, listed []abi.ToolSpec, only []string) ([]abi.ToolSpec, error) {
+	var specs []abi.ToolSpec
+	have := map[string]bool{}
+	for _, sp := range listed {
+		have[sp.Name] = true
+		if len(only) > 0 && !contains(only, sp.Name) {
+			continue
+		}
+		specs = append(specs, sp)
+		tb.Specs = append(tb.Specs, openAISpec(sp))
+	}
+	for _, want := range only {
+		if !have[want] {
+			return nil, fmt.Errorf("tool %s: no tool %q in it", tb.Plugin, want)
+		}
+	}
+	return specs, nil
+}
 
 // openAISpec writes a plugin's tool spec in the OpenAI function format that chat templates expect.
 func openAISpec(sp abi.ToolSpec) json.RawMessage {

@@ -3,10 +3,8 @@ package sglang
 import (
 	"container/list"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"time"
@@ -159,10 +157,6 @@ type Load struct {
 
 // Loads reads a worker's GET /v1/loads (SGLang 0.5.x; sglang/srt/entrypoints/v1_loads.py).
 func (c *Client) Loads(ctx context.Context, server string) (Load, error) {
-	body, err := c.adminGet(ctx, server, "/v1/loads?include=core,queues")
-	if err != nil {
-		return Load{}, err
-	}
 	var r struct {
 		Loads []struct {
 			TokenUsage     float64 `json:"token_usage"`
@@ -173,8 +167,8 @@ func (c *Client) Loads(ctx context.Context, server string) (Load, error) {
 			} `json:"queues"`
 		} `json:"loads"`
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return Load{}, fmt.Errorf("sglang: %s/v1/loads: %w", server, err)
+	if err := c.query(ctx, "loads", server, "/v1/loads?include=core,queues", &r); err != nil {
+		return Load{}, err
 	}
 	var l Load
 	for _, x := range r.Loads {
@@ -186,35 +180,6 @@ func (c *Client) Loads(ctx context.Context, server string) (Load, error) {
 		}
 	}
 	return l, nil
-}
-
-// adminGet is a GET to one worker bounded by AdminTimeout; a status other than 200 is an *HTTPError.
-func (c *Client) adminGet(ctx context.Context, server, path string) ([]byte, error) {
-	if _, ok := ctx.Deadline(); !ok && c.cfg.AdminTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.cfg.AdminTimeout)
-		defer cancel()
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, normalizeURL(server)+path, nil)
-	if err != nil {
-		return nil, fmt.Errorf("sglang: %s%s: %w", server, path, err)
-	}
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("sglang: %s%s: %w", server, path, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-	if err != nil {
-		return nil, fmt.Errorf("sglang: %s%s: read: %w", server, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, newHTTPError(server, "", resp.StatusCode, body)
-	}
-	return body, nil
 }
 
 // adapt moves a worker's limit after one load reading: multiplicative decrease when the worker retracted

@@ -136,9 +136,17 @@ func TestLoads(t *testing.T) {
 	if err != nil || l != (Load{TokenUsage: 0.75, Running: 7, Waiting: 1, Retracted: 2}) {
 		t.Fatalf("Loads = %+v, %v", l, err)
 	}
+	gone := httptest.NewServer(http.NotFoundHandler())
+	defer gone.Close()
+	cfg.Workers = []string{srv.URL, gone.URL}
+	c2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close()
 	var he *HTTPError
-	if _, err := c.adminGet(context.Background(), srv.URL, "/nope"); !errors.As(err, &he) || he.StatusCode != http.StatusNotFound {
-		t.Errorf("404: %v", err)
+	if _, err := c2.Loads(context.Background(), gone.URL); !errors.As(err, &he) || he.StatusCode != http.StatusNotFound {
+		t.Errorf("a worker without /v1/loads: %v, want its 404", err)
 	}
 	cfg = DefaultConfig()
 	cfg.Gateway = srv.URL

@@ -17,6 +17,7 @@ import (
 	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/metrics"
 	"github.com/agentrt/agentrt/runtime/stream"
+	"github.com/agentrt/agentrt/sglang"
 )
 
 const serveUsage = `usage: agentrt serve CONFIG [flags]
@@ -84,6 +85,18 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 		strm *stream.Server
 		svc  *runtime.Service
 	)
+	sumWorkers := func(f func(sglang.WorkerStats) int) func() float64 { // a gauge over the SGLang targets
+		return func() float64 {
+			if sys == nil {
+				return 0
+			}
+			n := 0
+			for _, w := range sys.client.Stats().Workers {
+				n += f(w)
+			}
+			return float64(n)
+		}
+	}
 	m := metrics.New(metrics.Gauges{
 		InFlight: func() float64 {
 			if svc == nil {
@@ -103,26 +116,8 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 			}
 			return float64(svc.StaleWeightConsumers())
 		},
-		SGLangQueued: func() float64 {
-			if sys == nil {
-				return 0
-			}
-			n := 0
-			for _, w := range sys.client.Stats().Workers {
-				n += w.Queued
-			}
-			return float64(n)
-		},
-		SGLangLimit: func() float64 {
-			if sys == nil {
-				return 0
-			}
-			n := 0
-			for _, w := range sys.client.Stats().Workers {
-				n += w.Limit
-			}
-			return float64(n)
-		},
+		SGLangQueued: sumWorkers(func(w sglang.WorkerStats) int { return w.Queued }),
+		SGLangLimit:  sumWorkers(func(w sglang.WorkerStats) int { return w.Limit }),
 		PluginLogsDropped: func() float64 {
 			if sys == nil {
 				return 0

@@ -158,7 +158,14 @@ func (s *system) startEmulator(ctx context.Context, m *tito.Model) (string, erro
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() { defer close(done); emu.Run(ectx, ln) }()
-	s.closers = append(s.closers, func() { cancel(); <-done })
+	s.closers = append(s.closers, func() {
+		// In process there is nothing to drain for: abort what is left (Run would wait for it), then stop.
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		emu.Close(cctx)
+		ccancel()
+		cancel()
+		<-done
+	})
 	s.emuURL = "http://" + ln.Addr().String()
 	return s.emuURL, nil
 }
