@@ -85,6 +85,8 @@ func TestFamiliesGolden(t *testing.T) {
 		t.Run(g.Family, func(t *testing.T) {
 			t.Parallel()
 			tpl := familyChatTemplate(t, g)
+			probeOnly := familyChatTemplate(t, g)
+			probeOnly.probeOnly = true
 			for _, c := range g.Cases {
 				t.Run(c.Kind+"/"+c.Name, func(t *testing.T) {
 					o := RenderOptions{AddGenerationPrompt: c.AddGenerationPrompt}
@@ -132,6 +134,10 @@ func TestFamiliesGolden(t *testing.T) {
 						return
 					}
 					delta, err := tpl.RenderDelta(history, newMsgs, o)
+					// the one-render cut and the probe's must agree, error or not
+					if d2, err2 := probeOnly.RenderDelta(history, newMsgs, o); d2 != delta || (err == nil) != (err2 == nil) {
+						t.Fatalf("RenderDelta in one render = %q, %v; with the probe = %q, %v", tmplTail(delta), err, tmplTail(d2), err2)
+					}
 					if c.ExpectedDelta == nil {
 						if err == nil {
 							t.Fatalf("RenderDelta = %q; transformers' full render does not continue the history as generated, so no delta is exact", delta)

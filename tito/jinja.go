@@ -14,7 +14,7 @@ int agentrt_jinja_render(const AgentrtTemplate *t, const char *ctx, size_t len, 
 typedef struct AgentrtVars AgentrtVars;
 int agentrt_jinja_vars(const char *vars, size_t len, AgentrtVars **out, AgentrtText *msg);
 void agentrt_jinja_free_vars(AgentrtVars *v);
-int agentrt_jinja_render_pair(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, size_t index, const char *content, size_t content_len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out_a, AgentrtText *out_b, uint32_t *line);
+int agentrt_jinja_render_delta(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, size_t index, const char *probe, size_t probe_len, _Bool always_probe, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out_a, AgentrtText *out_b, int64_t *out_at, uint32_t *line);
 int agentrt_jinja_render_with(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out, uint32_t *line);
 void agentrt_jinja_free(AgentrtTemplate *t);
 void agentrt_jinja_free_text(AgentrtText t);
@@ -116,22 +116,24 @@ func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs []byte, addGenerationPr
 	return text, nil
 }
 
-// renderPair renders the messages (a JSON array) as given and with message index's content replaced by content,
-// sharing one parse of the messages (RenderDelta's two renders).
-func (j *jinjaTemplate) renderPair(vars *jinjaVars, msgs []byte, index int, content string, addGenerationPrompt bool, now time.Time) (string, string, *TemplateError) {
+// renderDelta renders the messages (a JSON array) and returns where in the text the template first writes message
+// index's content. Where the engine cannot see that (at < 0), or with alwaysProbe, probe is a second render with
+// that content replaced by probeContent, sharing one parse of the messages.
+func (j *jinjaTemplate) renderDelta(vars *jinjaVars, msgs []byte, index int, probeContent string, alwaysProbe, addGenerationPrompt bool, now time.Time) (full string, at int, probe string, _ *TemplateError) {
 	p, n := cBytes(msgs)
-	cb := []byte(content)
+	cb := []byte(probeContent)
 	cp, cn := cBytes(cb)
 	var a, b C.AgentrtText
+	var pos C.int64_t
 	var line C.uint32_t
-	rc := C.agentrt_jinja_render_pair(j.h, vars.h, p, n, C.size_t(index), cp, cn, C._Bool(addGenerationPrompt), cClock(now), &a, &b, &line)
+	rc := C.agentrt_jinja_render_delta(j.h, vars.h, p, n, C.size_t(index), cp, cn, C._Bool(alwaysProbe), C._Bool(addGenerationPrompt), cClock(now), &a, &b, &pos, &line)
 	runtime.KeepAlive(msgs)
 	runtime.KeepAlive(cb)
 	runtime.KeepAlive(j)
 	runtime.KeepAlive(vars)
-	full, probe := takeText(a), takeText(b)
+	full, probe = takeText(a), takeText(b)
 	if rc != jinjaOK {
-		return "", "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: full}
+		return "", -1, "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: full}
 	}
-	return full, probe, nil
+	return full, int(pos), probe, nil
 }

@@ -49,6 +49,10 @@ type ChatTemplate struct {
 	separator     string
 	sepErr        error
 
+	// probeOnly makes RenderDelta find the history's end by the probe render even where the engine saw where the
+	// new content starts (tests compare the two ways).
+	probeOnly bool
+
 	mu    sync.Mutex
 	cache map[string]*prepared // by optionsKey
 }
@@ -601,9 +605,12 @@ var ErrHistoryDependsOnNew = errors.New("tito: render delta: the template render
 // re-tokenized, and a template that renders earlier turns differently once more messages follow (Qwen3 drops old
 // reasoning) still gets exactly the text it writes for the new messages (docs/design.md invariant 4).
 //
-// The cut is found by rendering the conversation a second time with a marker after the first new message's
-// content (and any stop token's text in that content broken up): the history ends at the last stop token before
-// the marker, and both renders must agree up to there.
+// The cut is the last stop token before the first new message's content. The engine sees where the template
+// writes that content (the very string it was given, as is or through tojson, straight into the output), so one
+// render finds it. Where the template transforms the content first (gpt-oss, Mistral, DeepSeek wrap it in
+// concatenations), the conversation is rendered a second time with a marker after that content (and any stop
+// token's text in it broken up): the history ends at the last stop token before the marker, and both renders
+// must agree up to there.
 //
 // # Errors
 //
@@ -632,12 +639,23 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	if err != nil {
 		return "", err
 	}
-	full, probe, terr := t.engine.renderPair(p.vars, msgs, len(history), t.defuse(replaceInvalidUTF8(first.Content))+deltaMark, o.AddGenerationPrompt, t.now())
+	full, at, probe, terr := t.engine.renderDelta(p.vars, msgs, len(history), t.defuse(replaceInvalidUTF8(first.Content))+deltaMark, t.probeOnly, o.AddGenerationPrompt, t.now())
 	if terr != nil {
 		terr.Name = t.name
 		return "", terr
 	}
-	at := strings.Index(probe, deltaMark)
+	if at >= 0 && !t.probeOnly {
+		// one render: the engine saw where the first new message's content starts
+		cut := t.historyEnd(full[:at])
+		if cut < 0 {
+			return "", fmt.Errorf("tito: render delta: no end-of-turn token %q before the new messages in %q", t.stops, tmplTail(full[:at]))
+		}
+		if err := t.checkLastTurn(full[:cut], &history[len(history)-1]); err != nil {
+			return "", err
+		}
+		return full[cut:], nil
+	}
+	at = strings.Index(probe, deltaMark)
 	if at < 0 {
 		if probe != full {
 			return "", errors.New("tito: render delta: the template does not write the first new message's content, so the history's end cannot be found")

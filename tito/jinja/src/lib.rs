@@ -15,6 +15,7 @@ use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
 mod pyfmt;
 mod strftime;
+mod watch;
 
 /// Bounds on one render: instructions (a loop that never ends; strings built charge fuel by size) and macro
 /// recursion (a macro that calls itself forever). gpt-oss's template on a 1,000-message episode needs more than
@@ -67,6 +68,9 @@ fn new_env(source: String) -> Result<Environment<'static>, Error> {
             return Ok(());
         }
         if let Some(s) = value.as_str() {
+            if watch::is_watched(s) {
+                return watch::write(out, s);
+            }
             return out.write_str(s).map_err(Error::from);
         }
         out.write_str(&pyfmt::py_str(value)?).map_err(Error::from)
@@ -145,6 +149,10 @@ fn tojson(state: &State, value: Value, args: Rest<Value>, kwargs: Kwargs) -> Res
     }
     let mut out = String::new();
     pyfmt::dump_json(state, &value, &opts, 0, &mut out)?;
+    if value.as_str().is_some_and(watch::is_watched) {
+        // the watched content as JSON: where it is written is where the content is
+        return Ok(watch::derived(out));
+    }
     Ok(Value::from_safe_string(out))
 }
 
@@ -393,6 +401,105 @@ pub unsafe extern "C" fn agentrt_jinja_render_pair(
         Ok(full)
     }));
     finish(r, out_a, out_line)
+}
+
+/// RenderDelta's render: the messages as given (*out_a), with *out_at the byte offset in it where the template
+/// first writes the content of message `index` (as is or through tojson). Where that cannot be seen (the template
+/// transforms the content, writes it first into a capture, or not at all), *out_at is -1; then, or always with
+/// always_probe, *out_b holds a second render with that content replaced by `probe` (RenderDelta finds the
+/// history's end by its marker).
+///
+/// # Safety
+/// As agentrt_jinja_render_pair; out_at must be valid.
+#[no_mangle]
+pub unsafe extern "C" fn agentrt_jinja_render_delta(
+    tpl: *const Template,
+    vars: *const Vars,
+    msgs: *const c_char,
+    len: usize,
+    index: usize,
+    probe: *const c_char,
+    probe_len: usize,
+    always_probe: bool,
+    add_generation_prompt: bool,
+    clock: Clock,
+    out_a: *mut Text,
+    out_b: *mut Text,
+    out_at: *mut i64,
+    out_line: *mut u32,
+) -> i32 {
+    let bytes = input(msgs, len);
+    let probe = input(probe, probe_len);
+    *out_at = -1;
+    let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
+        let probe = std::str::from_utf8(probe).map_err(|e| (ERR_CALL, format!("probe is not UTF-8: {e}"), 0))?;
+        let mut vals: Vec<Value> =
+            serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
+        let vars = &(*vars).value;
+        let ctx = |vals: &Vec<Value>| {
+            minijinja::context! {
+                messages => Value::from(vals.clone()),
+                add_generation_prompt => add_generation_prompt,
+                ..vars.clone()
+            }
+        };
+        // the content in an allocation of its own (a short string would otherwise be held inline), so that the
+        // formatter can tell it from any equal string
+        let content = with_content(&mut vals, index, |c| c.as_str().map(|s| Value::from(std::sync::Arc::<str>::from(s))))?;
+        watch::start(&content);
+        let mut out = watch::Counting(Vec::new());
+        let rendered = render_ctx_to(&*tpl, ctx(&vals), clock, &mut out);
+        let seen = watch::finish();
+        rendered?;
+        let full = String::from_utf8(out.0).map_err(|e| (ERR_CALL, format!("render is not UTF-8: {e}"), 0))?;
+        if let watch::Seen::At(at) = seen {
+            *out_at = at as i64;
+            if !always_probe {
+                return Ok(full);
+            }
+        }
+        with_content(&mut vals, index, |_| Some(Value::from(probe)))?;
+        *out_b = give(render_ctx(&*tpl, ctx(&vals), clock)?);
+        Ok(full)
+    }));
+    finish(r, out_a, out_line)
+}
+
+/// Replaces the content of message index by what f makes of it (f returning None keeps it), and returns the
+/// content now in place.
+fn with_content(vals: &mut [Value], index: usize, f: impl FnOnce(&Value) -> Option<Value>) -> Result<Value, (i32, String, u32)> {
+    let Some(pairs) = vals.get(index).and_then(|m| m.as_object()).and_then(|o| o.try_iter_pairs()) else {
+        return Err((ERR_CALL, format!("message {index} is not an object"), 0));
+    };
+    let mut pairs: Vec<(Value, Value)> = pairs.collect();
+    let mut now = Value::UNDEFINED;
+    for (k, v) in pairs.iter_mut() {
+        if k.as_str() == Some("content") {
+            if let Some(n) = f(v) {
+                *v = n;
+            }
+            now = v.clone();
+            break;
+        }
+    }
+    vals[index] = Value::from_pairs(pairs);
+    Ok(now)
+}
+
+fn render_ctx_to(t: &Template, ctx: Value, clock: Clock, w: &mut watch::Counting) -> Result<(), (i32, String, u32)> {
+    RAISED.with(|r| *r.borrow_mut() = None);
+    CLOCK.with(|c| *c.borrow_mut() = clock);
+    let tmpl = t.env.get_template(NAME).map_err(|e| {
+        let (m, l) = describe(&e);
+        (ERR_TEMPLATE, m, l)
+    })?;
+    tmpl.render_captured_to(ctx, w).map(|_| ()).map_err(|e| {
+        if let Some(msg) = RAISED.with(|r| r.borrow_mut().take()) {
+            return (ERR_RAISED, msg, e.line().unwrap_or(0) as u32);
+        }
+        let (m, l) = describe(&e);
+        (ERR_TEMPLATE, m, l)
+    })
 }
 
 fn render_ctx(t: &Template, ctx: Value, clock: Clock) -> Result<String, (i32, String, u32)> {
