@@ -13,6 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use minijinja::value::{Kwargs, Rest, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
+mod cached;
 mod pyfmt;
 mod strftime;
 mod watch;
@@ -147,13 +148,15 @@ fn tojson(state: &State, value: Value, args: Rest<Value>, kwargs: Kwargs) -> Res
             _ => unreachable!(),
         }
     }
-    let mut out = String::new();
-    pyfmt::dump_json(state, &value, &opts, 0, &mut out)?;
+    let dump = |v: &Value| {
+        let mut out = String::new();
+        pyfmt::dump_json(state, v, &opts, 0, &mut out).map(|_| out)
+    };
     if value.as_str().is_some_and(watch::is_watched) {
         // the watched content as JSON: where it is written is where the content is
-        return Ok(watch::derived(out));
+        return Ok(watch::derived(dump(&value)?));
     }
-    Ok(Value::from_safe_string(out))
+    cached::tojson(&value, &opts, dump)
 }
 
 /// The error a call reports: message, template line (0 when unknown) and whether raise_exception raised it.
@@ -286,6 +289,7 @@ fn parse_vars(bytes: &[u8]) -> Result<Value, String> {
     };
     Ok(Value::from_pairs(top.into_iter().map(|(k, v)| {
         let v = if v.is_null() { Value::from_object(pyfmt::PyNone) } else { pyfmt::from_json(v) };
+        let v = if k == "tools" { cached::wrap_tools(v) } else { v };
         (Value::from(k), v)
     })))
 }
@@ -353,56 +357,6 @@ pub unsafe extern "C" fn agentrt_jinja_render_with(
     finish(r, out, out_line)
 }
 
-/// Renders the messages twice: as given (*out_a), and with the content of message `index` replaced by `content`
-/// (*out_b). RenderDelta's two renders share one parse of the messages.
-///
-/// # Safety
-/// As agentrt_jinja_render_with; content must point to content_len readable bytes of UTF-8.
-#[no_mangle]
-pub unsafe extern "C" fn agentrt_jinja_render_pair(
-    tpl: *const Template,
-    vars: *const Vars,
-    msgs: *const c_char,
-    len: usize,
-    index: usize,
-    content: *const c_char,
-    content_len: usize,
-    add_generation_prompt: bool,
-    clock: Clock,
-    out_a: *mut Text,
-    out_b: *mut Text,
-    out_line: *mut u32,
-) -> i32 {
-    let bytes = input(msgs, len);
-    let content = input(content, content_len);
-    let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
-        let content = std::str::from_utf8(content).map_err(|e| (ERR_CALL, format!("content is not UTF-8: {e}"), 0))?;
-        let mut vals: Vec<Value> =
-            serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
-        let vars = &(*vars).value;
-        let render = |vals: &Vec<Value>| {
-            let ctx = minijinja::context! {
-                messages => Value::from(vals.clone()),
-                add_generation_prompt => add_generation_prompt,
-                ..vars.clone()
-            };
-            render_ctx(&*tpl, ctx, clock)
-        };
-        let full = render(&vals)?;
-        let Some(pairs) = vals.get(index).and_then(|m| m.as_object()).and_then(|o| o.try_iter_pairs()) else {
-            return Err((ERR_CALL, format!("message {index} is not an object"), 0));
-        };
-        let replaced: Vec<(Value, Value)> = pairs
-            .map(|(k, v)| if k.as_str() == Some("content") { (k, Value::from(content)) } else { (k, v) })
-            .collect();
-        vals[index] = Value::from_pairs(replaced);
-        let probe = render(&vals)?;
-        *out_b = give(probe);
-        Ok(full)
-    }));
-    finish(r, out_a, out_line)
-}
-
 /// RenderDelta's render: the messages as given (*out_a), with *out_at the byte offset in it where the template
 /// first writes the content of message `index` (as is or through tojson). Where that cannot be seen (the template
 /// transforms the content, writes it first into a capture, or not at all), *out_at is -1; then, or always with
@@ -410,7 +364,8 @@ pub unsafe extern "C" fn agentrt_jinja_render_pair(
 /// history's end by its marker).
 ///
 /// # Safety
-/// As agentrt_jinja_render_pair; out_at must be valid.
+/// As agentrt_jinja_render_with; probe must point to probe_len readable bytes of UTF-8; the out pointers must be
+/// valid.
 #[no_mangle]
 pub unsafe extern "C" fn agentrt_jinja_render_delta(
     tpl: *const Template,

@@ -187,7 +187,7 @@ fn repr_str(s: &str, out: &mut String) {
 }
 
 /// Options of Python's json.dumps that tojson passes on.
-#[derive(Default)]
+#[derive(Default, Clone, PartialEq, Debug)]
 pub struct JsonOpts {
     pub ensure_ascii: bool,
     pub indent: Option<String>,
