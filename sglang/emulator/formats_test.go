@@ -12,13 +12,13 @@ import (
 // that name, calls intact; each malformed variant becomes an error result, never a call.
 func TestRenderCallsRoundTrip(t *testing.T) {
 	cs := []call{
-		{"calculator", []kv{{"expression", "(3+4)/2"}}},
-		{"search", []kv{{"query", "weather in Paris"}, {"topn", 3}, {"exact", true}}},
+		{name: "calculator", args: []kv{{"expression", "(3+4)/2"}}},
+		{name: "search", args: []kv{{"query", "weather in Paris"}, {"topn", 3}, {"exact", true}}},
 	}
 	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31,
-		FormatMistral, FormatGPTOSS, FormatPythonic} {
+		FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
 		t.Run(format, func(t *testing.T) {
-			p, err := parsers.New(format)
+			p, err := parsers.New(formatParser(format))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,10 +62,19 @@ func TestRenderCallsRoundTrip(t *testing.T) {
 	}
 }
 
+// formatParser is the name of the built-in parser that reads a tool-call format: the format's own name, but for
+// mistral_nemo (SGLang's mistral parser reads both Mistral layouts).
+func formatParser(format string) string {
+	if format == FormatMistralNemo {
+		return FormatMistral
+	}
+	return format
+}
+
 // parseWithParser reads a reply's calls with the built-in parser of the format (the formats parseCalls has no
 // regexp for); a malformed call is an error.
 func parseWithParser(format, text string) ([]parsedCall, error) {
-	p, err := parsers.New(format)
+	p, err := parsers.New(formatParser(format))
 	if err != nil {
 		return nil, err
 	}
