@@ -184,11 +184,7 @@ func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 			}
 			c.tools = append(c.tools, ts...)
 		} else if m.role == roleTools {
-			ts := scanTools(m.content)
-			if len(ts) == 0 {
-				ts = scanLooseTools(m.content) // Nemo's template writes string values unescaped
-			}
-			c.tools = append(c.tools, ts...)
+			c.tools = append(c.tools, scanMistralTools(m.content)...)
 		} else if c.format == chatHarmony && m.role == "developer" {
 			c.tools = append(c.tools, scanTypeScriptTools(m.content)...)
 		} else if c.format == chatDeepSeek && m.role == "system" || c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
@@ -573,6 +569,27 @@ func splitMistral(text string) (msgs []message, open *message) {
 	}
 	flush()
 	return msgs, nil
+}
+
+// scanMistralTools reads a Mistral [AVAILABLE_TOOLS] list. Nemo's template writes each tool as
+// {"type": "function", "function": {...}} by hand, string values unescaped (a description with a quote or a
+// newline is not JSON), the rest through tojson: an item that is not JSON is read as Hermes-3's are
+// (scanLooseTools), on its own so that nothing pairs one tool's name with another's schema.
+func scanMistralTools(s string) []toolSpec {
+	const item = `{"type": "function", "function": `
+	parts := strings.Split(s, item)
+	if len(parts) == 1 {
+		return scanTools(s)
+	}
+	var out []toolSpec
+	for _, p := range parts[1:] {
+		ts := scanTools(item + p)
+		if len(ts) == 0 {
+			ts = scanLooseTools(p)
+		}
+		out = append(out, ts...)
+	}
+	return out
 }
 
 // mistralResult is the content of a Mistral tool result: Nemo's {"content": CONTENT, "call_id": "ID"} or Small
