@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/runtime"
@@ -16,24 +18,27 @@ import (
 )
 
 // familyE2E are the families that pass the self-test, whose vocabulary a set-up model folder has, and whose
-// tool-call format the emulator speaks: each runs whole episodes through the runtime against the emulator.
-// Not yet: hermes-3 and qwen3-coder pass the self-test, but the emulator cannot read the tool specs their templates
-// render (Hermes-3's and Qwen3-Coder's own layouts), so it never calls a tool for them; the same holds for the
-// Mistral families' [AVAILABLE_TOOLS] (their call ids are covered by the self-test and TestAgentMistralCallIDs).
+// tool-call format the emulator speaks: each runs whole episodes through the runtime against the emulator, which
+// writes the family's calls in format (its parser's name when empty). Mistral Small 3.2 and Devstral are not here:
+// their tekken v7 control tokens ([SYSTEM_PROMPT], [ARGS], [CALL_ID]) are not in Nemo's vocabulary, the only
+// Mistral one set up, so they pass the self-test only (their call ids: TestAgentMistralCallIDs).
 var familyE2E = []struct {
-	family, vocabEnv string
+	family, vocabEnv, format string
 }{
-	{"qwen3", "AGENTRT_QWEN3_MODEL"},
-	{"qwen3-2507-instruct", "AGENTRT_QWEN3_MODEL"},
-	{"qwen3-2507-thinking", "AGENTRT_QWEN3_MODEL"},
-	{"qwen2.5", "AGENTRT_QWEN3_MODEL"},
-	{"qwen3.5", "AGENTRT_QWEN3_MODEL"}, // Qwen3.5 with its XML calls (qwen3_coder)
-	{"qwen3-coder", "AGENTRT_QWEN3_MODEL"},
-	{"qwq-32b", "AGENTRT_QWEN3_MODEL"},
-	{"hermes-3", "AGENTRT_QWEN3_MODEL"}, // ChatML: Qwen's vocabulary has its <|im_start|>/<|im_end|>
-	{"llama3.1", "AGENTRT_LLAMA31_MODEL"},
-	{"llama3.2", "AGENTRT_LLAMA31_MODEL"},
-	{"gpt-oss", "AGENTRT_GPTOSS_MODEL"},
+	{"qwen3", "AGENTRT_QWEN3_MODEL", ""},
+	{"qwen3-2507-instruct", "AGENTRT_QWEN3_MODEL", ""},
+	{"qwen3-2507-thinking", "AGENTRT_QWEN3_MODEL", ""},
+	{"qwen2.5", "AGENTRT_QWEN3_MODEL", ""},
+	{"qwen3.5", "AGENTRT_QWEN3_MODEL", ""}, // Qwen3.5 with its XML calls (qwen3_coder)
+	{"qwen3-coder", "AGENTRT_QWEN3_MODEL", ""},
+	{"qwq-32b", "AGENTRT_QWEN3_MODEL", ""},
+	{"hermes-3", "AGENTRT_QWEN3_MODEL", ""}, // ChatML: Qwen's vocabulary has its <|im_start|>/<|im_end|>
+	{"llama3.1", "AGENTRT_LLAMA31_MODEL", ""},
+	{"llama3.2", "AGENTRT_LLAMA31_MODEL", ""},
+	{"gpt-oss", "AGENTRT_GPTOSS_MODEL", ""},
+	// Nemo's list form ([TOOL_CALLS][{..., "id": "abcDEF123"}]), read by the mistral parser; the ids the model
+	// writes are the ones the template renders back (CallIDAlnum9).
+	{"mistral-nemo", "AGENTRT_MISTRAL_NEMO_MODEL", emulator.FormatMistralNemo},
 }
 
 // familyModel is a set-up model (loaded once per vocabulary) with the family's reference chat template in place
@@ -83,6 +88,9 @@ func TestFamilyEpisodes(t *testing.T) {
 			}
 			ec := emulator.DefaultConfig()
 			ec.ToolFormat = prof.Parser
+			if fe.format != "" {
+				ec.ToolFormat = fe.format
+			}
 			h := newModelHarness(t, ec, ac, m)
 			calls := 0
 			for i, task := range []string{"What is 12*7+3?", "Compute (17+25)*3 and 144/12."} {
@@ -98,6 +106,9 @@ func TestFamilyEpisodes(t *testing.T) {
 				if tr.Metrics["parse_errors"] > 0 {
 					t.Errorf("%s: parse errors %v", tr.ID, tr.Metrics)
 				}
+				if prof.CallIDs == family.CallIDAlnum9 {
+					checkModelCallIDs(t, tr, m)
+				}
 			}
 			if calls == 0 {
 				t.Errorf("no tool call was made and answered in %s's episodes", fe.family)
@@ -105,6 +116,36 @@ func TestFamilyEpisodes(t *testing.T) {
 		})
 	}
 }
+
+// checkModelCallIDs: every call keeps the 9-character id the model wrote (it is in the turn's output), and the
+// tool result that answers it names it, so the template renders it back as the model saw it.
+func checkModelCallIDs(t *testing.T, tr *tito.Trajectory, m *tito.Model) {
+	t.Helper()
+	var out strings.Builder
+	for _, seg := range tr.Segments {
+		if seg.Kind == tito.KindResponse {
+			out.WriteString(m.Tokenizer.Decode(tr.TokenIDs[seg.Offset:seg.Offset+seg.Length], false))
+		}
+	}
+	var ids []string
+	for _, msg := range messages(t, tr) {
+		for _, c := range msg.ToolCalls {
+			if !alnum9.MatchString(c.ID) || !strings.Contains(out.String(), `"id": "`+c.ID+`"`) {
+				t.Errorf("%s: call id %q is not the 9-character id the model wrote", tr.ID, c.ID)
+			}
+			ids = append(ids, c.ID)
+		}
+		if msg.Role == "tool" {
+			if len(ids) == 0 || msg.ToolCallID != ids[0] {
+				t.Errorf("%s: tool result for %q, want %v's first", tr.ID, msg.ToolCallID, ids)
+			} else {
+				ids = ids[1:]
+			}
+		}
+	}
+}
+
+var alnum9 = regexp.MustCompile(`^[A-Za-z0-9]{9}$`)
 
 // newModelHarness is newHarness for a model other than the shared Qwen3 one.
 func newModelHarness(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, m *tito.Model) *harness {

@@ -12,11 +12,12 @@ import (
 // vocabDirs are the set-up model folders (scripts/setup.d) the tests use, by environment variable, with the
 // folder under $AGENTRT_CACHE/models that setup gives it.
 var vocabDirs = map[string]string{
-	"AGENTRT_QWEN3_MODEL":       "qwen3",
-	"AGENTRT_LLAMA31_MODEL":     "llama3.1",
-	"AGENTRT_DEEPSEEK_V3_MODEL": "deepseek-v3",
-	"AGENTRT_GEMMA3_MODEL":      "gemma3",
-	"AGENTRT_GPTOSS_MODEL":      "gpt-oss",
+	"AGENTRT_QWEN3_MODEL":        "qwen3",
+	"AGENTRT_LLAMA31_MODEL":      "llama3.1",
+	"AGENTRT_DEEPSEEK_V3_MODEL":  "deepseek-v3",
+	"AGENTRT_GEMMA3_MODEL":       "gemma3",
+	"AGENTRT_GPTOSS_MODEL":       "gpt-oss",
+	"AGENTRT_MISTRAL_NEMO_MODEL": "mistral-nemo",
 }
 
 // vocab returns a set-up model folder named by an environment variable (else its place in $AGENTRT_CACHE).
@@ -73,6 +74,7 @@ func TestSelfTestOnRealVocabularies(t *testing.T) {
 		{"deepseek-v3.1", "AGENTRT_DEEPSEEK_V3_MODEL", 0},
 		{"gemma3", "AGENTRT_GEMMA3_MODEL", 0},
 		{"gpt-oss", "AGENTRT_GPTOSS_MODEL", 1},
+		{"mistral-nemo", "AGENTRT_MISTRAL_NEMO_MODEL", 0}, // tekken: </s> ends every turn, nothing to add
 	} {
 		m := withTemplate(t, loaded, vocab(t, c.env), c.family)
 		p, _ := Lookup(c.family)
@@ -101,6 +103,7 @@ func TestDetectRealFolders(t *testing.T) {
 		{"AGENTRT_DEEPSEEK_V3_MODEL", "deepseek-v3", "chat template"},
 		{"AGENTRT_GEMMA3_MODEL", "gemma3", "chat template"},
 		{"AGENTRT_GPTOSS_MODEL", "gpt-oss", "special tokens"},
+		{"AGENTRT_MISTRAL_NEMO_MODEL", "mistral-nemo", "chat template"}, // the package's template, an older revision of the reference one
 	} {
 		m, err := tito.LoadModelTemplate(vocab(t, c.env))
 		if err != nil {

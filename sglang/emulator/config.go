@@ -22,18 +22,20 @@ const (
 	PolicyScripted = "scripted"
 )
 
-// Tool-call formats accepted by Config.ToolFormat. They are SGLang's --tool-call-parser names.
+// Tool-call formats accepted by Config.ToolFormat. They are SGLang's --tool-call-parser names, but for
+// mistral_nemo: SGLang's mistral parser reads both Mistral layouts, and the emulator needs to know which to write.
 const (
-	FormatHermes      = "hermes"      // <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Qwen2.5/Qwen3)
-	FormatQwen3Coder  = "qwen3_coder" // <tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>
-	FormatLlama3      = "llama3"      // {"name": ..., "parameters": {...}} (Llama 3.1/3.2 JSON), one call per turn
-	FormatSeedOSS     = "seed_oss"    // <seed:tool_call>\n<function=f>\n<parameter=k>v</parameter>\n</function>\n</seed:tool_call>
-	FormatDeepSeekV3  = "deepseekv3"  // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>...
-	FormatDeepSeekV31 = "deepseekv31" // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
-	FormatMistral     = "mistral"     // [TOOL_CALLS]f[ARGS]{...} per call (Mistral Small 3.2, Devstral)
-	FormatGPTOSS      = "gpt-oss"     // <|start|>assistant to=functions.f<|channel|>commentary json<|message|>{...}<|call|>, one call per turn
-	FormatPythonic    = "pythonic"    // [f(k="v"), g(n=1, b=True)] (Llama 4 pythonic)
-	FormatMiniMaxM2   = "minimax-m2"  // <minimax:tool_call>\n<invoke name="f"><parameter name="k">v</parameter>\n</invoke>\n</minimax:tool_call>
+	FormatHermes      = "hermes"       // <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Qwen2.5/Qwen3)
+	FormatQwen3Coder  = "qwen3_coder"  // <tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>
+	FormatLlama3      = "llama3"       // {"name": ..., "parameters": {...}} (Llama 3.1/3.2 JSON), one call per turn
+	FormatSeedOSS     = "seed_oss"     // <seed:tool_call>\n<function=f>\n<parameter=k>v</parameter>\n</function>\n</seed:tool_call>
+	FormatDeepSeekV3  = "deepseekv3"   // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>...
+	FormatDeepSeekV31 = "deepseekv31"  // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
+	FormatMistral     = "mistral"      // [TOOL_CALLS]f[ARGS]{...} per call (Mistral Small 3.2, Devstral)
+	FormatMistralNemo = "mistral_nemo" // [TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "abcDEF123"}, ...] (Mistral Nemo; parser: mistral)
+	FormatGPTOSS      = "gpt-oss"      // <|start|>assistant to=functions.f<|channel|>commentary json<|message|>{...}<|call|>, one call per turn
+	FormatPythonic    = "pythonic"     // [f(k="v"), g(n=1, b=True)] (Llama 4 pythonic)
+	FormatMiniMaxM2   = "minimax-m2"   // <minimax:tool_call>\n<invoke name="f"><parameter name="k">v</parameter>\n</invoke>\n</minimax:tool_call>
 )
 
 // Latency is the emulator's timing model. A request spends Fixed + PerPromptToken × (prompt tokens not in the
@@ -249,11 +251,11 @@ func (c *Config) Validate() error {
 	}
 	switch c.ToolFormat {
 	case "", FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3,
-		FormatDeepSeekV31, FormatMistral, FormatGPTOSS, FormatPythonic:
+		FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic:
 	default:
-		return fmt.Errorf("emulator: tool_format %q: want %q, %q, %q, %q, %q, %q, %q, %q, %q or %q", c.ToolFormat, FormatHermes,
+		return fmt.Errorf("emulator: tool_format %q: want %q, %q, %q, %q, %q, %q, %q, %q, %q, %q or %q", c.ToolFormat, FormatHermes,
 			FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31,
-			FormatMistral, FormatGPTOSS, FormatPythonic)
+			FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic)
 	}
 	if len(c.StopIDs) == 0 {
 		return fmt.Errorf("emulator: stop_ids is empty: the emulator needs the model's EOS id (e.g. 151645 for Qwen)")

@@ -12,6 +12,7 @@ const (
 	chatLlama    = "llama3"   // Llama 3: <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>
 	chatDeepSeek = "deepseek" // DeepSeek V3/R1/V3.1: <｜User｜>...<｜Assistant｜>...<｜end▁of▁sentence｜>, tool outputs
 	chatHarmony  = "harmony"  // gpt-oss: <|start|>role<|channel|>...<|message|>...<|end|> (<|call|>, <|return|>)
+	chatMistral  = "mistral"  // Mistral: [AVAILABLE_TOOLS]...[/AVAILABLE_TOOLS][INST]...[/INST]...</s>[TOOL_RESULTS]...[/TOOL_RESULTS]
 	chatNone     = "none"
 )
 
@@ -83,6 +84,9 @@ func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 	case strings.Contains(text, dsUser):
 		c.format = chatDeepSeek
 		c.messages, c.open = splitDeepSeek(text)
+	case strings.Contains(text, mistralInst):
+		c.format = chatMistral
+		c.messages, c.open = splitMistral(text)
 	default:
 		c.messages = []message{{role: "user", content: text}}
 	}
@@ -152,10 +156,10 @@ func (c *conversation) toolResults() []string {
 }
 
 // findTools reads tool specs: Qwen's <tools>...</tools> block (one JSON object a line) in the system message,
-// or the JSON objects of Llama 3's tool preamble.
+// the JSON objects of Llama 3's tool preamble, or Mistral's [AVAILABLE_TOOLS] list.
 func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 	for _, m := range c.messages {
-		if m.role != "system" && m.role != "user" && m.role != "developer" {
+		if m.role != "system" && m.role != "user" && m.role != "developer" && m.role != roleTools {
 			continue
 		}
 		if memo != nil {
@@ -179,6 +183,8 @@ func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 				ts = scanLooseTools(block) // Hermes-3 writes its tool JSON by hand (raw newlines and quotes in it)
 			}
 			c.tools = append(c.tools, ts...)
+		} else if m.role == roleTools {
+			c.tools = append(c.tools, scanMistralTools(m.content)...)
 		} else if c.format == chatHarmony && m.role == "developer" {
 			c.tools = append(c.tools, scanTypeScriptTools(m.content)...)
 		} else if c.format == chatDeepSeek && m.role == "system" || c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
@@ -483,4 +489,119 @@ func scanTypeScriptTools(s string) []toolSpec {
 		out = append(out, ts)
 	}
 	return out
+}
+
+// Mistral's control tokens, as Nemo's (tekken) and Small 3.2's (tekken v7) templates write them.
+const (
+	mistralInst       = "[INST]"
+	mistralInstEnd    = "[/INST]"
+	mistralTools      = "[AVAILABLE_TOOLS]"
+	mistralToolsEnd   = "[/AVAILABLE_TOOLS]"
+	mistralResults    = "[TOOL_RESULTS]"
+	mistralResultsEnd = "[/TOOL_RESULTS]"
+	mistralContent    = "[TOOL_CONTENT]"
+	mistralSystem     = "[SYSTEM_PROMPT]"
+	mistralSystemEnd  = "[/SYSTEM_PROMPT]"
+	mistralEOS        = "</s>"
+)
+
+// roleTools is the role of a Mistral [AVAILABLE_TOOLS] block: the tool list, a message of its own.
+const roleTools = "tools"
+
+// splitMistral splits a Mistral prompt into messages: [SYSTEM_PROMPT] (Small 3.2), the [AVAILABLE_TOOLS] list
+// (role "tools"), [INST] user turns (Nemo writes the system prompt into the last one: "SYSTEM\n\nTASK"), tool
+// results, and the assistant turns, which have no marker of their own: the text after [/INST] or [/TOOL_RESULTS]
+// up to </s>. An assistant turn left open at the prompt's end is the generation prompt.
+//
+// A tool result's content is taken out of its wrapping: Nemo's {"content": CONTENT, "call_id": "ID"} (CONTENT
+// as the template writes it, unquoted) or Small 3.2's ID[TOOL_CONTENT]CONTENT.
+func splitMistral(text string) (msgs []message, open *message) {
+	text = strings.TrimPrefix(text, "<s>")
+	markers := []string{mistralInst, mistralInstEnd, mistralTools, mistralToolsEnd, mistralResults, mistralResultsEnd,
+		mistralSystem, mistralSystemEnd, mistralEOS}
+	var cur *message
+	implied := false // cur is an assistant turn no marker opened: a message only if it has text (or is open)
+	flush := func() {
+		if cur != nil && (!implied || strings.TrimSpace(cur.content) != "") {
+			if cur.role == "tool" {
+				cur.content = mistralResult(cur.content)
+			}
+			msgs = append(msgs, *cur)
+		}
+		cur, implied = nil, false
+	}
+	for text != "" {
+		next, at := "", len(text)
+		for _, m := range markers {
+			if i := strings.Index(text, m); i >= 0 && i < at {
+				next, at = m, i
+			}
+		}
+		if cur != nil {
+			cur.content += text[:at]
+		}
+		if next == "" {
+			break
+		}
+		text = text[at+len(next):]
+		switch next {
+		case mistralInst:
+			flush()
+			cur = &message{role: "user"}
+		case mistralTools:
+			flush()
+			cur = &message{role: roleTools}
+		case mistralSystem:
+			flush()
+			cur = &message{role: "system"}
+		case mistralResults:
+			flush()
+			cur = &message{role: "tool"}
+		case mistralInstEnd, mistralResultsEnd:
+			flush()
+			cur, implied = &message{role: "assistant"}, true
+		case mistralToolsEnd, mistralSystemEnd, mistralEOS:
+			flush()
+		}
+	}
+	if cur != nil && cur.role == "assistant" {
+		return msgs, cur // the generation prompt
+	}
+	flush()
+	return msgs, nil
+}
+
+// scanMistralTools reads a Mistral [AVAILABLE_TOOLS] list. Nemo's template writes each tool as
+// {"type": "function", "function": {...}} by hand, string values unescaped (a description with a quote or a
+// newline is not JSON), the rest through tojson: an item that is not JSON is read as Hermes-3's are
+// (scanLooseTools), on its own so that nothing pairs one tool's name with another's schema.
+func scanMistralTools(s string) []toolSpec {
+	const item = `{"type": "function", "function": `
+	parts := strings.Split(s, item)
+	if len(parts) == 1 {
+		return scanTools(s)
+	}
+	var out []toolSpec
+	for _, p := range parts[1:] {
+		ts := scanTools(item + p)
+		if len(ts) == 0 {
+			ts = scanLooseTools(p)
+		}
+		out = append(out, ts...)
+	}
+	return out
+}
+
+// mistralResult is the content of a Mistral tool result: Nemo's {"content": CONTENT, "call_id": "ID"} or Small
+// 3.2's ID[TOOL_CONTENT]CONTENT; anything else as it is.
+func mistralResult(s string) string {
+	if _, content, ok := strings.Cut(s, mistralContent); ok {
+		return content
+	}
+	const head, tail = `{"content": `, `, "call_id": "`
+	t := strings.TrimSpace(s)
+	if i := strings.LastIndex(t, tail); strings.HasPrefix(t, head) && i >= len(head) && strings.HasSuffix(t, `"}`) {
+		return t[len(head):i]
+	}
+	return s
 }

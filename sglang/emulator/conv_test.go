@@ -84,3 +84,56 @@ func TestScanToolListVariants(t *testing.T) {
 		t.Errorf("scanLooseTools = %+v", got)
 	}
 }
+
+// Mistral prompts as Nemo's and Small 3.2's templates render them split into their messages: the tool list, user
+// turns, tool calls, tool results (their content taken out of the template's wrapping) and the open generation
+// prompt; the tools are read from Nemo's list, whose string values the template writes unescaped.
+func TestSplitMistral(t *testing.T) {
+	nemoTools := `[AVAILABLE_TOOLS][{"type": "function", "function": {"name": "calculator", "description": "Evaluate "2 + 3" and the like.", ` +
+		`"parameters": {"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]}}}, ` +
+		`{"type": "function", "function": {"name": "now", "description": "The time.", "parameters": {}}}][/AVAILABLE_TOOLS]`
+	calcTool := toolSpec{Name: "calculator", Params: []string{"expression"}, ParamTypes: map[string]string{"expression": "string"}, Required: []string{"expression"}}
+	for _, tc := range []struct {
+		name, text string
+		roles      []string
+		open       bool
+		task       string
+		results    []string
+		tools      []string
+	}{
+		{"nemo first prompt", "<s>" + nemoTools + "[INST]Be careful.\n\nWhat is 12*7?[/INST]",
+			[]string{"tools", "user"}, true, "Be careful.\n\nWhat is 12*7?", nil, []string{"calculator", "now"}},
+		{"nemo after two results", "<s>" + nemoTools + "[INST]What is 12*7 and 1+1?[/INST]" +
+			`[TOOL_CALLS][{"name": "calculator", "arguments": {"expression": "12*7"}, "id": "abcDEF123"}, ` +
+			`{"name": "calculator", "arguments": {"expression": "1+1"}, "id": "XyZ987abc"}]</s>` +
+			`[TOOL_RESULTS]{"content": {"result": "84"}, "call_id": "abcDEF123"}[/TOOL_RESULTS]` +
+			`[TOOL_RESULTS]{"content": Error: it failed, "call_id": "XyZ987abc"}[/TOOL_RESULTS]`,
+			[]string{"tools", "user", "assistant", "tool", "tool"}, true, "What is 12*7 and 1+1?",
+			[]string{`{"result": "84"}`, "Error: it failed"}, []string{"calculator", "now"}},
+		{"nemo answered, then a follow-up", "<s>[INST]q[/INST]It is 5.</s>[INST]more[/INST]",
+			[]string{"user", "assistant", "user"}, true, "q", nil, nil},
+		{"small 3.2", "<s>[SYSTEM_PROMPT]Be careful.[/SYSTEM_PROMPT][AVAILABLE_TOOLS][" + calcToolJSON + "][/AVAILABLE_TOOLS][INST]What is 12*7?[/INST]" +
+			`[TOOL_CALLS]calculator[CALL_ID]abcDEF123[ARGS]{"expression": "12*7"}</s>[TOOL_RESULTS]abcDEF123[TOOL_CONTENT]84[/TOOL_RESULTS]`,
+			[]string{"system", "tools", "user", "assistant", "tool"}, true, "What is 12*7?", []string{"84"}, []string{"calculator"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := parseConversation(tc.text, nil)
+			var roles, tools []string
+			for _, m := range c.messages {
+				roles = append(roles, m.role)
+			}
+			for _, ts := range c.tools {
+				tools = append(tools, ts.Name)
+			}
+			if c.format != chatMistral || !reflect.DeepEqual(roles, tc.roles) || (c.open != nil) != tc.open || (c.open != nil && c.open.role != "assistant") {
+				t.Fatalf("format %s, roles %v, open %v; want mistral, %v, open %v", c.format, roles, c.open, tc.roles, tc.open)
+			}
+			if got := c.toolResults(); c.task() != tc.task || !reflect.DeepEqual(got, tc.results) || !reflect.DeepEqual(tools, tc.tools) {
+				t.Errorf("task %q, results %q, tools %v; want %q, %q, %v", c.task(), got, tools, tc.task, tc.results, tc.tools)
+			}
+			if len(c.tools) > 0 && !reflect.DeepEqual(c.tools[0], calcTool) {
+				t.Errorf("calculator spec %+v, want %+v", c.tools[0], calcTool)
+			}
+		})
+	}
+}

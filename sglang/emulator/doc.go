@@ -71,12 +71,15 @@
 //
 // The agentic policy decodes the prompt (ChatML: <|im_start|>role\n...<|im_end|>; Llama 3:
 // <|start_header_id|>role<|end_header_id|>\n\n...<|eot_id|>; gpt-oss's harmony messages; DeepSeek's
-// <｜User｜>/<｜Assistant｜> turns and tool outputs), reads the tool specs (Qwen's <tools> block, the JSON of Llama 3's
-// tool preamble, gpt-oss's TypeScript signatures, the JSON or "### NAME ... Parameters:" blocks of SGLang's DeepSeek
-// templates) and the user task. With a calculator-like tool (a parameter named
+// <｜User｜>/<｜Assistant｜> turns and tool outputs; Mistral's [INST]...[/INST] turns and [TOOL_RESULTS], Nemo's
+// {"content": ..., "call_id": ...} or Small 3.2's ID[TOOL_CONTENT]...), reads the tool specs (Qwen's <tools> block,
+// the JSON of Llama 3's tool preamble, gpt-oss's TypeScript signatures, the JSON or "### NAME ... Parameters:"
+// blocks of SGLang's DeepSeek templates, Mistral's [AVAILABLE_TOOLS] list) and the user task (Nemo's template
+// writes the system prompt into it). With a calculator-like tool (a parameter named
 // "expression", or a name containing calc/math/eval) it calls it for every arithmetic expression of the task,
 // in one turn (parallel calls) or over several, in Config.ToolFormat (hermes, qwen3_coder, llama3, seed_oss,
-// minimax-m2, deepseekv3, deepseekv31, mistral, gpt-oss, pythonic; llama3 and gpt-oss make one call per turn;
+// minimax-m2, deepseekv3, deepseekv31, mistral, mistral_nemo, gpt-oss, pythonic; llama3 and gpt-oss make one call
+// per turn; mistral_nemo writes Nemo's list with a 9-character id per call, drawn like the rest of the reply;
 // seed_oss reasons in <seed:think>, gpt-oss in an analysis message; gpt-oss calls are written as its chat
 // template writes them, the first one continuing the generation prompt's "<|start|>assistant"); without a calculator but with a Python tool (a "code" parameter, or "python" in the name) it sends one program that prints each expression and boxes the last printed value in its answer; with
 // another tool it calls the first tool once with arguments made from its schema; once

@@ -80,8 +80,10 @@ func FuzzAgentic(f *testing.F) {
 	f.Add(llamaPrompt("What is 6*7?", calcToolJSON) + `{"name": "calculator"}<|eot_id|>` + llamaToolTurn("42"))
 	f.Add("<|im_start|>system\n<tools>\n{\"name\": 5}\n{\"function\": {\"name\": \"\"}}\n</tools>")
 	f.Add("((((1+2")
+	f.Add(`<s>[AVAILABLE_TOOLS][{"type": "function", "function": {"name": "calculator", "description": "a "b"", "parameters": {}}}][/AVAILABLE_TOOLS]` +
+		`[INST]What is 6*7?[/INST][TOOL_CALLS][{"name": "calculator", "arguments": {}, "id": "abcDEF123"}]</s>[TOOL_RESULTS]{"content": 42, "call_id": "abcDEF123"}[/TOOL_RESULTS]`)
 	srvs := map[string]*Server{}
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3} {
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatMistralNemo} {
 		cfg := DefaultConfig()
 		cfg.ToolFormat, cfg.MalformedRate, cfg.ThinkRate = format, 0.5, 0.5
 		srv, err := New(cfg, stubTokenizer{})

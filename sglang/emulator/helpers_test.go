@@ -89,6 +89,12 @@ func llama(t testing.TB) *testModel {
 	return loadModel(t, "AGENTRT_LLAMA31_MODEL", []int32{128009, 128008, 128001})
 }
 
+// nemo is Mistral Nemo's tokenizer (tekken: [INST], [AVAILABLE_TOOLS], [TOOL_CALLS], [TOOL_RESULTS] are single
+// tokens); </s> ends a turn.
+func nemo(t testing.TB) *testModel {
+	return loadModel(t, "AGENTRT_MISTRAL_NEMO_MODEL", []int32{2})
+}
+
 func testConfig(m *testModel) Config {
 	c := DefaultConfig()
 	c.StopIDs = m.StopIDs

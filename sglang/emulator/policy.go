@@ -177,6 +177,20 @@ type kv struct {
 type call struct {
 	name string
 	args []kv
+	id   string // the call id the format writes (mistral_nemo), "" for one derived from the call
+}
+
+// callIDChars are the characters of a Mistral call id (9 of them: the templates raise on any other length).
+const callIDChars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+// mistralCallID is a 9-character alphanumeric call id made from h, as Mistral's templates require.
+func mistralCallID(h uint64) string {
+	var b [9]byte
+	for i := range b {
+		h = mixIn(h, uint64(i))
+		b[i] = callIDChars[h%uint64(len(callIDChars))]
+	}
+	return string(b[:])
 }
 
 func hashString(s string) uint64 {
@@ -218,13 +232,13 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	var cs []call // this turn's calls
 	switch {
 	case usePy && turn == 0:
-		cs = []call{{py.Name, []kv{{pyParam, pythonProgram(exprs)}}}}
+		cs = []call{{name: py.Name, args: []kv{{pyParam, pythonProgram(exprs)}}}}
 	case useCalc:
 		called := calledExpressions(c, param, exprs)
 		var rest []call
 		for i, e := range exprs {
 			if !called[i] {
-				rest = append(rest, call{calc.Name, []kv{{param, e}}})
+				rest = append(rest, call{name: calc.Name, args: []kv{{param, e}}})
 			}
 		}
 		k := len(rest)
@@ -238,7 +252,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		cs = rest[:k]
 	case useOther && turn == 0:
 		t := c.tools[0]
-		cs = []call{{t.Name, synthArgs(t, task)}}
+		cs = []call{{name: t.Name, args: synthArgs(t, task)}}
 	}
 	if len(cs) > 0 {
 		if think != "" {
@@ -247,6 +261,11 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		malformed := -1
 		if s.cfg.MalformedRate > 0 && rng.Float64() < s.cfg.MalformedRate {
 			malformed = rng.IntN(3)
+		}
+		if format == FormatMistralNemo {
+			for i := range cs { // drawn last, so that the other draws are those of any format
+				cs[i].id = mistralCallID(rng.Uint64())
+			}
 		}
 		out := renderCalls(format, cs, malformed)
 		if format == FormatGPTOSS && think == "" {
@@ -574,6 +593,18 @@ func renderCalls(format string, cs []call, malformed int) string {
 				p += "<｜tool▁call▁end｜>"
 			}
 			parts[i] = p
+		case FormatMistralNemo:
+			// As the Mistral Nemo template writes a call: a list item with the arguments object and the call's
+			// 9-character id; the list around the items is added below.
+			id := c.id
+			if id == "" {
+				id = mistralCallID(hashString(name) ^ uint64(i))
+			}
+			j := `{"name": ` + valueText(name, true) + `, "arguments": ` + pyJSON(c.args) + `, "id": "` + id + `"}`
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			parts[i] = j
 		case FormatMistral:
 			// As the Mistral Small 3.2 template writes a call.
 			j := pyJSON(c.args)
@@ -641,6 +672,11 @@ func renderCalls(format string, cs []call, malformed int) string {
 		return strings.Join(parts, "; ")
 	case FormatMistral:
 		return strings.Join(parts, "")
+	case FormatMistralNemo:
+		if malformed == 1 {
+			return "[TOOL_CALLS]" + strings.Join(parts, ", ") // the list's brackets left out
+		}
+		return "[TOOL_CALLS][" + strings.Join(parts, ", ") + "]"
 	case FormatDeepSeekV3, FormatDeepSeekV31:
 		return "<｜tool▁calls▁begin｜>" + strings.Join(parts, "") + "<｜tool▁calls▁end｜>"
 	case FormatMiniMaxM2:

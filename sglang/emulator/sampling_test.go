@@ -224,12 +224,12 @@ func TestEpisodesDifferByRID(t *testing.T) {
 // included, and a repeated expression needs as many calls as it occurs.
 func TestCalledExpressions(t *testing.T) {
 	exprs := []string{"2+2", "12*7", "2+2", "(3+4)/2"}
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3} {
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatMistralNemo} {
 		for malformed := -1; malformed < 3; malformed++ {
 			c := &conversation{taskIdx: 1, messages: []message{{"system", "s"}, {"user", "task"},
-				{"assistant", renderCalls(format, []call{{"calculator", []kv{{"expression", "2+2"}}}}, malformed)},
+				{"assistant", renderCalls(format, []call{{name: "calculator", args: []kv{{"expression", "2+2"}}}}, malformed)},
 				{"user", "<tool_response>\n4\n</tool_response>"},
-				{"assistant", renderCalls(format, []call{{"calculator", []kv{{"expression", "(3+4)/2"}}}}, -1)},
+				{"assistant", renderCalls(format, []call{{name: "calculator", args: []kv{{"expression", "(3+4)/2"}}}}, -1)},
 			}}
 			got := calledExpressions(c, "expression", exprs)
 			if want := []bool{true, false, false, true}; !slices.Equal(got, want) {
