@@ -386,6 +386,14 @@ func encodeMessages(msgs []Message) ([]byte, error) {
 // when the message has reasoning (reasoning_content, thinking or reasoning), "thinking" first and
 // "reasoning_content" set to it.
 func writeTemplateMessage(b *bytes.Buffer, m *Message) error {
+	if built(m) {
+		return writeBuiltMessage(b, m)
+	}
+	return writeMessageFields(b, m)
+}
+
+// writeMessageFields is writeTemplateMessage for any message, by its fields in their order.
+func writeMessageFields(b *bytes.Buffer, m *Message) error {
 	fs := m.fields()
 	kept := fs[:0:0]
 	for _, f := range fs {
@@ -417,6 +425,90 @@ func writeTemplateMessage(b *bytes.Buffer, m *Message) error {
 		}
 	}
 	return writeTemplateFields(b, kept)
+}
+
+// built reports whether m was made by a program rather than decoded: no key order of its own and no extra keys,
+// in it or its tool calls. Such messages (the agent loop's, encoded again on every delta) have their keys in the
+// canonical order, which writeBuiltMessage writes without building the fields first.
+func built(m *Message) bool {
+	if m.keys != nil || m.Extra != nil {
+		return false
+	}
+	for i := range m.ToolCalls {
+		tc := &m.ToolCalls[i]
+		if tc.keys != nil || tc.Extra != nil || tc.Function.keys != nil || tc.Function.Extra != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// writeBuiltMessage is writeMessageFields for a built message (TestWriteBuiltMessage holds them equal): the
+// canonical keys that are set, reasoning also as "thinking", first.
+func writeBuiltMessage(b *bytes.Buffer, m *Message) error {
+	b.WriteByte('{')
+	if m.ReasoningContent != "" {
+		b.WriteString(`"thinking":`)
+		writeJSONString(b, m.ReasoningContent)
+		b.WriteByte(',')
+	}
+	b.WriteString(`"role":`)
+	writeJSONString(b, m.Role)
+	b.WriteString(`,"content":`)
+	if m.Parts != nil {
+		parts := partsJSON(m.Parts)
+		if !json.Valid(parts) {
+			return fmt.Errorf("content: invalid JSON %s", abbrevJSON(parts))
+		}
+		b.Write(parts)
+	} else {
+		writeJSONString(b, m.Content)
+	}
+	if m.ReasoningContent != "" {
+		b.WriteString(`,"reasoning_content":`)
+		writeJSONString(b, m.ReasoningContent)
+	}
+	if m.ToolCalls != nil {
+		b.WriteString(`,"tool_calls":[`)
+		for i := range m.ToolCalls {
+			tc := &m.ToolCalls[i]
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('{')
+			if tc.ID != "" {
+				b.WriteString(`"id":`)
+				writeJSONString(b, tc.ID)
+				b.WriteByte(',')
+			}
+			if tc.Type != "" {
+				b.WriteString(`"type":`)
+				writeJSONString(b, tc.Type)
+				b.WriteByte(',')
+			}
+			b.WriteString(`"function":{"name":`)
+			writeJSONString(b, tc.Function.Name)
+			if args := tc.Function.Arguments; len(args) > 0 {
+				if !json.Valid(args) {
+					return fmt.Errorf("arguments: invalid JSON %s", abbrevJSON(args))
+				}
+				b.WriteString(`,"arguments":`)
+				b.Write(args)
+			}
+			b.WriteString("}}")
+		}
+		b.WriteByte(']')
+	}
+	if m.ToolCallID != "" {
+		b.WriteString(`,"tool_call_id":`)
+		writeJSONString(b, m.ToolCallID)
+	}
+	if m.Name != "" {
+		b.WriteString(`,"name":`)
+		writeJSONString(b, m.Name)
+	}
+	b.WriteByte('}')
+	return nil
 }
 
 // writeTemplateFields writes fields as a JSON object for the engine (strings with only the escapes JSON needs).
