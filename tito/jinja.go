@@ -14,8 +14,8 @@ int agentrt_jinja_render(const AgentrtTemplate *t, const char *ctx, size_t len, 
 typedef struct AgentrtVars AgentrtVars;
 int agentrt_jinja_vars(const char *vars, size_t len, AgentrtVars **out, AgentrtText *msg);
 void agentrt_jinja_free_vars(AgentrtVars *v);
-int agentrt_jinja_render_delta(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, size_t index, const char *probe, size_t probe_len, _Bool always_probe, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out_a, AgentrtText *out_b, int64_t *out_at, uint32_t *line);
-int agentrt_jinja_render_with(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out, uint32_t *line);
+int agentrt_jinja_render_delta(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, const uint32_t *ends, size_t n, size_t index, const char *probe, size_t probe_len, _Bool always_probe, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out_a, AgentrtText *out_b, int64_t *out_at, uint32_t *line);
+int agentrt_jinja_render_with(const AgentrtTemplate *t, const AgentrtVars *vars, const char *msgs, size_t len, const uint32_t *ends, size_t n, _Bool add_generation_prompt, AgentrtClock clock, AgentrtText *out, uint32_t *line);
 void agentrt_jinja_free(AgentrtTemplate *t);
 void agentrt_jinja_free_text(AgentrtText t);
 */
@@ -100,13 +100,22 @@ func cClock(now time.Time) C.AgentrtClock {
 	}
 }
 
-// renderWith renders with prepared variables and the messages (a JSON array).
-func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs []byte, addGenerationPrompt bool, now time.Time) (string, *TemplateError) {
-	p, n := cBytes(msgs)
+func cEnds(ends []uint32) (*C.uint32_t, C.size_t) {
+	if len(ends) == 0 {
+		return nil, 0
+	}
+	return (*C.uint32_t)(unsafe.Pointer(&ends[0])), C.size_t(len(ends))
+}
+
+// renderWith renders with prepared variables and the messages (encodeMessages').
+func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs encodedMessages, addGenerationPrompt bool, now time.Time) (string, *TemplateError) {
+	p, n := cBytes(msgs.json)
+	e, ne := cEnds(msgs.ends)
 	var out C.AgentrtText
 	var line C.uint32_t
-	rc := C.agentrt_jinja_render_with(j.h, vars.h, p, n, C._Bool(addGenerationPrompt), cClock(now), &out, &line)
-	runtime.KeepAlive(msgs)
+	rc := C.agentrt_jinja_render_with(j.h, vars.h, p, n, e, ne, C._Bool(addGenerationPrompt), cClock(now), &out, &line)
+	runtime.KeepAlive(msgs.json)
+	runtime.KeepAlive(msgs.ends)
 	runtime.KeepAlive(j)
 	runtime.KeepAlive(vars)
 	text := takeText(out)
@@ -116,18 +125,20 @@ func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs []byte, addGenerationPr
 	return text, nil
 }
 
-// renderDelta renders the messages (a JSON array) and returns where in the text the template first writes message
+// renderDelta renders the messages (encodeMessages') and returns where in the text the template first writes message
 // index's content. Where the engine cannot see that (at < 0), or with alwaysProbe, probe is a second render with
 // that content replaced by probeContent, sharing one parse of the messages.
-func (j *jinjaTemplate) renderDelta(vars *jinjaVars, msgs []byte, index int, probeContent string, alwaysProbe, addGenerationPrompt bool, now time.Time) (full string, at int, probe string, _ *TemplateError) {
-	p, n := cBytes(msgs)
+func (j *jinjaTemplate) renderDelta(vars *jinjaVars, msgs encodedMessages, index int, probeContent string, alwaysProbe, addGenerationPrompt bool, now time.Time) (full string, at int, probe string, _ *TemplateError) {
+	p, n := cBytes(msgs.json)
+	e, ne := cEnds(msgs.ends)
 	cb := []byte(probeContent)
 	cp, cn := cBytes(cb)
 	var a, b C.AgentrtText
 	var pos C.int64_t
 	var line C.uint32_t
-	rc := C.agentrt_jinja_render_delta(j.h, vars.h, p, n, C.size_t(index), cp, cn, C._Bool(alwaysProbe), C._Bool(addGenerationPrompt), cClock(now), &a, &b, &pos, &line)
-	runtime.KeepAlive(msgs)
+	rc := C.agentrt_jinja_render_delta(j.h, vars.h, p, n, e, ne, C.size_t(index), cp, cn, C._Bool(alwaysProbe), C._Bool(addGenerationPrompt), cClock(now), &a, &b, &pos, &line)
+	runtime.KeepAlive(msgs.json)
+	runtime.KeepAlive(msgs.ends)
 	runtime.KeepAlive(cb)
 	runtime.KeepAlive(j)
 	runtime.KeepAlive(vars)

@@ -366,20 +366,32 @@ func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGeneration
 	return text, nil
 }
 
+// encodedMessages are messages as the engine reads them: a JSON array, and where each element ends in it (the
+// engine keeps each message's value by its bytes, so that a conversation's history is parsed once).
+type encodedMessages struct {
+	json []byte
+	ends []uint32
+}
+
 // encodeMessages writes the messages as the JSON array the engine reads.
-func encodeMessages(msgs []Message) ([]byte, error) {
+func encodeMessages(msgs []Message) (encodedMessages, error) {
 	b := bytes.NewBuffer(make([]byte, 0, 512*len(msgs)+2))
+	ends := make([]uint32, len(msgs))
 	b.WriteByte('[')
 	for i := range msgs {
 		if i > 0 {
 			b.WriteByte(',')
 		}
 		if err := writeTemplateMessage(b, &msgs[i]); err != nil {
-			return nil, &MessageError{Index: i, Detail: err.Error()}
+			return encodedMessages{}, &MessageError{Index: i, Detail: err.Error()}
 		}
+		if b.Len() > math.MaxUint32 {
+			return encodedMessages{}, &MessageError{Index: i, Detail: "the conversation is over 4 GiB"}
+		}
+		ends[i] = uint32(b.Len())
 	}
 	b.WriteByte(']')
-	return b.Bytes(), nil
+	return encodedMessages{json: b.Bytes(), ends: ends}, nil
 }
 
 // writeTemplateMessage writes a message as transformers hands it to the template: None-valued keys dropped, and

@@ -14,6 +14,7 @@ use minijinja::value::{Kwargs, Rest, Value, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, UndefinedBehavior};
 
 mod cached;
+mod msgcache;
 mod pyfmt;
 mod strftime;
 mod watch;
@@ -27,6 +28,7 @@ const RECURSION_LIMIT: usize = 200;
 /// A compiled template with its environment.
 pub struct Template {
     env: Environment<'static>,
+    parsed: msgcache::Cache,
 }
 
 /// The clock of one render, broken down by the caller (strftime_now formats it).
@@ -200,6 +202,14 @@ fn give(s: String) -> Text {
     t
 }
 
+unsafe fn input_ends<'a>(ptr: *const u32, n: usize) -> &'a [u32] {
+    if ptr.is_null() || n == 0 {
+        &[]
+    } else {
+        std::slice::from_raw_parts(ptr, n)
+    }
+}
+
 unsafe fn input<'a>(ptr: *const c_char, len: usize) -> &'a [u8] {
     if ptr.is_null() || len == 0 {
         &[]
@@ -238,7 +248,7 @@ pub unsafe extern "C" fn agentrt_jinja_compile(
     }));
     match r {
         Ok(Ok(env)) => {
-            *out_tpl = Box::into_raw(Box::new(Template { env }));
+            *out_tpl = Box::into_raw(Box::new(Template { env, parsed: msgcache::Cache::default() }));
             OK
         }
         Ok(Err((msg, line))) => {
@@ -328,27 +338,31 @@ pub unsafe extern "C" fn agentrt_jinja_free_vars(v: *mut Vars) {
     }
 }
 
-/// Renders with prepared variables and the messages (a JSON array), as agentrt_jinja_render.
+/// Renders with prepared variables and the messages (a JSON array whose n elements end at the byte offsets in
+/// ends), as agentrt_jinja_render.
 ///
 /// # Safety
-/// tpl and vars must be live handles; msgs must point to len readable bytes; the out pointers must be valid.
+/// tpl and vars must be live handles; msgs must point to len readable bytes and ends to n offsets; the out
+/// pointers must be valid.
 #[no_mangle]
 pub unsafe extern "C" fn agentrt_jinja_render_with(
     tpl: *const Template,
     vars: *const Vars,
     msgs: *const c_char,
     len: usize,
+    ends: *const u32,
+    n: usize,
     add_generation_prompt: bool,
     clock: Clock,
     out: *mut Text,
     out_line: *mut u32,
 ) -> i32 {
     let bytes = input(msgs, len);
+    let ends = input_ends(ends, n);
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
-        // straight into engine values (key order kept), without a serde_json::Value in between
-        let msgs: Value = serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
+        let msgs = (*tpl).parsed.messages(bytes, ends).map_err(|m| (ERR_CALL, m, 0))?;
         let ctx = minijinja::context! {
-            messages => msgs,
+            messages => Value::from(msgs),
             add_generation_prompt => add_generation_prompt,
             ..(*vars).value.clone()
         };
@@ -372,6 +386,8 @@ pub unsafe extern "C" fn agentrt_jinja_render_delta(
     vars: *const Vars,
     msgs: *const c_char,
     len: usize,
+    ends: *const u32,
+    n: usize,
     index: usize,
     probe: *const c_char,
     probe_len: usize,
@@ -384,12 +400,12 @@ pub unsafe extern "C" fn agentrt_jinja_render_delta(
     out_line: *mut u32,
 ) -> i32 {
     let bytes = input(msgs, len);
+    let ends = input_ends(ends, n);
     let probe = input(probe, probe_len);
     *out_at = -1;
     let r = catch_unwind(AssertUnwindSafe(|| -> Result<String, (i32, String, u32)> {
         let probe = std::str::from_utf8(probe).map_err(|e| (ERR_CALL, format!("probe is not UTF-8: {e}"), 0))?;
-        let mut vals: Vec<Value> =
-            serde_json::from_slice(bytes).map_err(|e| (ERR_CALL, format!("invalid messages: {e}"), 0))?;
+        let mut vals = (*tpl).parsed.messages(bytes, ends).map_err(|m| (ERR_CALL, m, 0))?;
         let vars = &(*vars).value;
         let ctx = |vals: &Vec<Value>| {
             minijinja::context! {
