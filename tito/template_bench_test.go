@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
@@ -119,7 +120,9 @@ func BenchmarkFirstPrompt(b *testing.B) {
 }
 
 // BenchmarkTypicalTurnDelta renders the delta of a typical later turn: one tool result after the model's second
-// tool call (history: system, user, call, result, call), with 3 tool specs, per family.
+// tool call (history: system, user, call, result, call), with 3 tool specs, per family. As in an episode, the
+// model's last call and its result are new on every turn (the engine has seen the rest of the history). The
+// /probe variants find the cut by a second render, as RenderDelta did before the engine watched the content.
 func BenchmarkTypicalTurnDelta(b *testing.B) {
 	call := func(id, q string) Message {
 		return Message{Role: RoleAssistant, Content: "", ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "search", Arguments: json.RawMessage(`{"query": "` + q + `"}`)}}}}
@@ -132,16 +135,27 @@ func BenchmarkTypicalTurnDelta(b *testing.B) {
 		call("call00002", "square root of 522250"),
 	}
 	newMsgs := []Message{{Role: RoleTool, ToolCallID: "call00002", Name: "search", Content: `{"results": [{"title": "Calculator", "snippet": "722.67"}]}`}}
+	turn := 0
 	for _, family := range benchFamilies {
-		b.Run(family, func(b *testing.B) {
-			tpl := familyBenchTemplate(b, family)
-			o := RenderOptions{Tools: benchTools(), AddGenerationPrompt: true}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := tpl.RenderDelta(history, newMsgs, o); err != nil {
-					b.Fatal(err)
-				}
+		for _, probe := range []bool{false, true} {
+			name := family
+			if probe {
+				name += "/probe"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				tpl := familyBenchTemplate(b, family)
+				tpl.probeOnly = probe
+				o := RenderOptions{Tools: benchTools(), AddGenerationPrompt: true}
+				b.ReportAllocs()
+				for b.Loop() {
+					turn++
+					history[4] = call("call00002", "square root of "+strconv.Itoa(turn))
+					newMsgs[0].Content = `{"results": [{"title": "Calculator", "snippet": "` + strconv.Itoa(turn) + `"}]}`
+					if _, err := tpl.RenderDelta(history, newMsgs, o); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
