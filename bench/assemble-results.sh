@@ -20,6 +20,8 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | 10,000 concurrent episodes (~1 s per turn) under 2 GB RSS | **met**: 1,481 MB | agent loop |
 | parser call p50 <= 20 µs (2 KB, two calls) | **met**: 16.5 µs through the host (was 19.8-20.2 µs before `AddCheckedCall`) | parsers, plugin host |
 | host<->guest tool call overhead <= 20 µs | **met**: 2.1 µs trusted, 10.4 µs sandboxed; the built-in limiter hook 3.4 µs (C guest) | plugin host |
+| chat template: first prompt with 3 tool specs <= 150 µs p50 | **met**: 9-44 µs median across six families (Qwen3 11.3 µs) | tito chat templates |
+| chat template: later-turn delta of a typical turn <= 25 µs p50 | **not met**: 33-37 µs median (best 29-33) where one render finds the cut (Qwen, Llama 3, GLM), 39-132 µs where two do (DeepSeek, Mistral, gpt-oss); was 43-179 µs | tito chat templates |
 | trajectory stream >= 5,000 trajectories/s of 4k tokens | **met on a quiet box**: 7,483-7,840/s with fsync, 11,038-11,499/s without (~1,460/s when the box was oversubscribed at load 17-20) | stream |
 
 HDR

@@ -122,7 +122,7 @@ func BenchmarkFirstPrompt(b *testing.B) {
 // BenchmarkTypicalTurnDelta renders the delta of a typical later turn: one tool result after the model's second
 // tool call (history: system, user, call, result, call), with 3 tool specs, per family. As in an episode, the
 // model's last call and its result are new on every turn (the engine has seen the rest of the history). The
-// /probe variants find the cut by a second render, as RenderDelta did before the engine watched the content.
+// -probe variants find the cut by a second render, as RenderDelta did before the engine watched the content.
 func BenchmarkTypicalTurnDelta(b *testing.B) {
 	call := func(id, q string) Message {
 		return Message{Role: RoleAssistant, Content: "", ToolCalls: []ToolCall{{ID: id, Type: "function", Function: FunctionCall{Name: "search", Arguments: json.RawMessage(`{"query": "` + q + `"}`)}}}}
@@ -140,7 +140,7 @@ func BenchmarkTypicalTurnDelta(b *testing.B) {
 		for _, probe := range []bool{false, true} {
 			name := family
 			if probe {
-				name += "/probe"
+				name += "-probe"
 			}
 			b.Run(name, func(b *testing.B) {
 				tpl := familyBenchTemplate(b, family)
