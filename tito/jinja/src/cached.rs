@@ -37,11 +37,11 @@ pub fn tojson(v: &Value, o: &JsonOpts, dump: impl FnOnce(&Value) -> Result<Strin
     let Some(c) = v.downcast_object_ref::<Cached>() else {
         return dump(v).map(Value::from_safe_string);
     };
-    if let Some((_, s)) = c.json.lock().unwrap().iter().find(|(k, _)| k == o) {
+    if let Some((_, s)) = c.json.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| k == o) {
         return Ok(s.clone());
     }
     let s = Value::from_safe_string(dump(v)?);
-    c.json.lock().unwrap().push((o.clone(), s.clone()));
+    c.json.lock().unwrap_or_else(|e| e.into_inner()).push((o.clone(), s.clone()));
     Ok(s)
 }
 

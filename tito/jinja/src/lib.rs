@@ -417,11 +417,11 @@ pub unsafe extern "C" fn agentrt_jinja_render_delta(
         // the content in an allocation of its own (a short string would otherwise be held inline), so that the
         // formatter can tell it from any equal string
         let content = with_content(&mut vals, index, |c| c.as_str().map(|s| Value::from(std::sync::Arc::<str>::from(s))))?;
-        watch::start(&content);
+        let watching = watch::Watch::start(&content);
         let mut out = watch::Counting(Vec::new());
-        let rendered = render_ctx_to(&*tpl, ctx(&vals), clock, &mut out);
-        let seen = watch::finish();
-        rendered?;
+        render_ctx_to(&*tpl, ctx(&vals), clock, &mut out)?;
+        let seen = watching.seen();
+        drop(watching);
         let full = String::from_utf8(out.0).map_err(|e| (ERR_CALL, format!("render is not UTF-8: {e}"), 0))?;
         if let watch::Seen::At(at) = seen {
             *out_at = at as i64;

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 use minijinja::value::Value;
 
 /// Bounds on what one template keeps: message JSON bytes and entries.
-const MAX_BYTES: usize = 16 << 20;
+const MAX_BYTES: usize = 8 << 20;
 const MAX_ENTRIES: usize = 8192;
 
 #[derive(Default)]

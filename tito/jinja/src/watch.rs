@@ -59,23 +59,35 @@ pub fn derived(s: String) -> Value {
     v
 }
 
-/// Starts watching content (a string value of its own allocation) for one render.
-pub fn start(content: &Value) {
-    WATCHED.with(|w| {
-        let mut w = w.borrow_mut();
-        w.clear();
-        if let Some(s) = content.as_str() {
-            w.push(key(s));
-        }
-    });
-    SEEN.with(|c| c.set(Seen::No));
-    WRITTEN.with(|c| c.set(0));
+/// Watches content (a string value of its own allocation) for one render on this thread, until dropped (also
+/// when the render unwinds).
+pub struct Watch(());
+
+impl Watch {
+    pub fn start(content: &Value) -> Watch {
+        WATCHED.with(|w| {
+            let mut w = w.borrow_mut();
+            w.clear();
+            if let Some(s) = content.as_str() {
+                w.push(key(s));
+            }
+        });
+        SEEN.with(|c| c.set(Seen::No));
+        WRITTEN.with(|c| c.set(0));
+        Watch(())
+    }
+
+    /// What the render saw of the content.
+    pub fn seen(&self) -> Seen {
+        SEEN.with(|c| c.get())
+    }
 }
 
-/// Stops watching and returns what was seen.
-pub fn finish() -> Seen {
-    WATCHED.with(|w| w.borrow_mut().clear());
-    SEEN.with(|c| c.replace(Seen::No))
+impl Drop for Watch {
+    fn drop(&mut self) {
+        WATCHED.with(|w| w.borrow_mut().clear());
+        SEEN.with(|c| c.set(Seen::No));
+    }
 }
 
 /// The render's output, counting what has been written.
