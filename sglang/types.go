@@ -792,9 +792,12 @@ func (e *LogprobEntry) UnmarshalJSON(data []byte) error {
 			out.Text = &s
 			p = p[end+2:]
 		} else {
-			var w [3]json.RawMessage
+			var w []json.RawMessage // a slice: an array of [3] would drop a fourth element without a word
 			if err := json.Unmarshal(data, &w); err != nil {
 				return fmt.Errorf("logprob entry: %w", err)
+			}
+			if len(w) != 3 {
+				return fmt.Errorf("logprob entry: want 3 elements in %.60q", data)
 			}
 			var s string
 			if err := json.Unmarshal(w[2], &s); err != nil {
