@@ -120,8 +120,11 @@ func TestFamilyEpisodes(t *testing.T) {
 				if tr.Metrics["parse_errors"] > 0 {
 					t.Errorf("%s: parse errors %v", tr.ID, tr.Metrics)
 				}
-				if prof.CallIDs == family.CallIDAlnum9 {
+				switch prof.CallIDs {
+				case family.CallIDAlnum9:
 					checkModelCallIDs(t, tr, m)
+				case family.CallIDKimi:
+					checkKimiCallIDs(t, tr)
 				}
 			}
 			if calls == 0 {
@@ -160,6 +163,30 @@ func checkModelCallIDs(t *testing.T, tr *tito.Trajectory, m *tito.Model) {
 }
 
 var alnum9 = regexp.MustCompile(`^[A-Za-z0-9]{9}$`)
+
+// checkKimiCallIDs: Kimi K2's calls are functions.NAME:N, N counting the episode's calls from 0 (as SGLang names
+// them), and each tool result names its call, so the template renders "## Return of functions.NAME:N".
+func checkKimiCallIDs(t *testing.T, tr *tito.Trajectory) {
+	t.Helper()
+	var ids []string
+	n := 0
+	for _, msg := range messages(t, tr) {
+		for _, c := range msg.ToolCalls {
+			if want := fmt.Sprintf("functions.%s:%d", c.Function.Name, n); c.ID != want {
+				t.Errorf("%s: call id %q, want %q", tr.ID, c.ID, want)
+			}
+			ids = append(ids, c.ID)
+			n++
+		}
+		if msg.Role == "tool" {
+			if len(ids) == 0 || msg.ToolCallID != ids[0] {
+				t.Errorf("%s: tool result for %q, want %v's first", tr.ID, msg.ToolCallID, ids)
+			} else {
+				ids = ids[1:]
+			}
+		}
+	}
+}
 
 // newModelHarness is newHarness for a model other than the shared Qwen3 one.
 func newModelHarness(t *testing.T, ec emulator.Config, ac runtime.AgentConfig, m *tito.Model) *harness {

@@ -82,7 +82,7 @@
 // "expression", or a name containing calc/math/eval) it calls it for every arithmetic expression of the task,
 // in one turn (parallel calls) or over several, in Config.ToolFormat (hermes, qwen3_coder, llama3, seed_oss,
 // minimax-m2, kimi_k2, deepseekv3, deepseekv31, mistral, mistral_nemo, gpt-oss, pythonic; llama3 and gpt-oss make
-// one call per turn; kimi_k2 names each call functions.NAME:IDX, IDX its index in the turn, as the template does; mistral_nemo writes Nemo's list with a 9-character id per call, drawn like the rest of the reply;
+// one call per turn; kimi_k2 names each call functions.NAME:N, N counting the conversation's calls, as Kimi K2 does; mistral_nemo writes Nemo's list with a 9-character id per call, drawn like the rest of the reply;
 // seed_oss reasons in <seed:think>, gpt-oss in an analysis message; gpt-oss calls are written as its chat
 // template writes them, the first one continuing the generation prompt's "<|start|>assistant"); without a calculator but with a Python tool (a "code" parameter, or "python" in the name) it sends one program that prints each expression and boxes the last printed value in its answer; with
 // another tool it calls the first tool once with arguments made from its schema; once

@@ -164,14 +164,21 @@ func TestMistralNemoEpisode(t *testing.T) {
 }
 
 // TestKimiK2Calls: kimi_k2 calls are written as Kimi K2's chat template writes them (SGLang's KimiK2Detector
-// reads the same): one section, each call's id functions.NAME:IDX with IDX its index in the turn, the arguments
-// as json.dumps writes them.
+// reads the same): one section, each call's id functions.NAME:N with N counting on from the conversation's earlier
+// calls, the arguments as json.dumps writes them.
 func TestKimiK2Calls(t *testing.T) {
-	cs := []call{{name: "calculator", args: []kv{{"expression", "12*7"}}}, {name: "calculator", args: []kv{{"expression", "1+1"}}}}
-	want := `<|tool_calls_section_begin|><|tool_call_begin|>functions.calculator:0<|tool_call_argument_begin|>{"expression": "12*7"}<|tool_call_end|>` +
-		`<|tool_call_begin|>functions.calculator:1<|tool_call_argument_begin|>{"expression": "1+1"}<|tool_call_end|><|tool_calls_section_end|>`
+	cs := []call{{name: "calculator", args: []kv{{"expression", "12*7"}}, prior: 2}, {name: "calculator", args: []kv{{"expression", "1+1"}}, prior: 2}}
+	want := `<|tool_calls_section_begin|><|tool_call_begin|>functions.calculator:2<|tool_call_argument_begin|>{"expression": "12*7"}<|tool_call_end|>` +
+		`<|tool_call_begin|>functions.calculator:3<|tool_call_argument_begin|>{"expression": "1+1"}<|tool_call_end|><|tool_calls_section_end|>`
 	if got := renderCalls(FormatKimiK2, cs, -1); got != want {
 		t.Errorf("kimi_k2 calls:\n got %s\nwant %s", got, want)
+	}
+	// the agentic policy counts the calls of earlier turns
+	s := &Server{cfg: Config{ToolFormat: FormatKimiK2}}
+	prompt := familyLayouts[0].first("What is 12*7 and 1+1?") + "<|tool_calls_section_begin|><|tool_call_begin|>functions.calculator:0" +
+		`<|tool_call_argument_begin|>{"expression": "12*7"}<|tool_call_end|><|tool_calls_section_end|>` + familyLayouts[0].after([]string{"84"})
+	if got := s.agentic(parseConversation(prompt, nil), rand.New(rand.NewPCG(1, 2))); !strings.Contains(got, "functions.calculator:1<|tool_call_argument_begin|>") {
+		t.Errorf("second turn's call %q, want id functions.calculator:1", got)
 	}
 	cfg := DefaultConfig()
 	cfg.ToolFormat = FormatKimiK2

@@ -178,6 +178,9 @@ type call struct {
 	name string
 	args []kv
 	id   string // the call id the format writes (mistral_nemo), "" for one derived from the call
+	// prior is the number of calls in the conversation's earlier turns: kimi_k2 ids count on from it
+	// (functions.NAME:N, N the conversation's call counter, as Kimi K2 writes them).
+	prior int
 }
 
 // callIDChars are the characters of a Mistral call id (9 of them: the templates raise on any other length).
@@ -271,6 +274,17 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		if format == FormatMistralNemo {
 			for i := range cs { // drawn last, so that the other draws are those of any format
 				cs[i].id = mistralCallID(rng.Uint64())
+			}
+		}
+		if format == FormatKimiK2 {
+			prior := 0
+			for _, m := range c.messages {
+				if m.role == "assistant" {
+					prior += strings.Count(m.content, "<|tool_call_begin|>")
+				}
+			}
+			for i := range cs {
+				cs[i].prior = prior
 			}
 		}
 		out := renderCalls(format, cs, malformed)
@@ -587,13 +601,13 @@ func renderCalls(format string, cs []call, malformed int) string {
 			}
 			parts[i] = b.String()
 		case FormatKimiK2:
-			// As the Kimi K2 chat template writes a call (its id functions.NAME:IDX, IDX the call's index in the
-			// turn); the section around all calls is added below.
+			// As Kimi K2 writes a call: its id functions.NAME:N, N counting the conversation's calls (the July
+			// template re-renders N as the call's index in its turn); the section around all calls is added below.
 			j := pyJSON(c.args)
 			if bad && malformed == 0 {
 				j = j[:len(j)-1]
 			}
-			p := "<|tool_call_begin|>functions." + name + ":" + strconv.Itoa(i) + "<|tool_call_argument_begin|>" + j
+			p := "<|tool_call_begin|>functions." + name + ":" + strconv.Itoa(c.prior+i) + "<|tool_call_argument_begin|>" + j
 			if !(bad && malformed == 1) {
 				p += "<|tool_call_end|>"
 			}
