@@ -588,11 +588,15 @@ func (e *episode) handleResponse(ctx context.Context, ids []int32) ([]*call, boo
 	}
 	var calls []*call
 	msg := tito.Message{Role: "assistant", Content: text}
+	prior := 0 // the calls of the conversation so far (Kimi K2's ids count them)
+	for _, m := range e.msgs {
+		prior += len(m.ToolCalls)
+	}
 	for i, pc := range parsed.Calls {
 		idx := i
 		c := &call{tc: abi.ToolCall{ID: pc.ID, Name: pc.Name, Arguments: pc.Arguments, Index: &idx}}
 		if !e.a.d.CallIDs.Valid(c.tc.ID) {
-			c.tc.ID = e.a.d.CallIDs.ID(fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls), i)
+			c.tc.ID = e.a.d.CallIDs.ID(fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls), i, pc.Name, prior)
 		}
 		calls = append(calls, c)
 		msg.ToolCalls = append(msg.ToolCalls, tito.ToolCall{ID: c.tc.ID, Type: "function",

@@ -87,7 +87,7 @@ func TestAgentMistralCallIDs(t *testing.T) {
 	if err := json.Unmarshal(tr.Messages, &msgs); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{family.CallIDAlnum9.ID("ep/1", 0), "Ab3De6Gh9"}
+	want := []string{family.CallIDAlnum9.ID("ep/1", 0, "calculator", 0), "Ab3De6Gh9"}
 	var calls, results []string
 	for _, msg := range msgs {
 		for _, c := range msg.ToolCalls {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/testutil"
+	"github.com/agentrt/agentrt/sglang/emulator"
 )
 
 // lockedBuffer is a bytes.Buffer that the command writes while the test reads.
@@ -123,5 +124,20 @@ func TestEmulateCommandErrors(t *testing.T) {
 				t.Errorf("exit %d (want %d), stderr %q (want it to mention %q)", c, tt.want, errb.String(), tt.msg)
 			}
 		})
+	}
+}
+
+// TestEmulateHelpListsFormats: --help names every tool-call format the emulator accepts.
+func TestEmulateHelpListsFormats(t *testing.T) {
+	var out, errb bytes.Buffer
+	if c := run(context.Background(), []string{"emulate", "--help"}, stdio{strings.NewReader(""), &out, &errb}); c != exitOK {
+		t.Fatalf("exit %d: %s", c, errb.String())
+	}
+	_, usage, _ := strings.Cut(errb.String(), "-format string")
+	usage, _, _ = strings.Cut(usage, "\n  -")
+	for _, f := range emulator.ToolFormats {
+		if !strings.Contains(usage, " "+f+",") && !strings.Contains(usage, " "+f+" ") {
+			t.Errorf("--format's help does not name %q: %s", f, usage)
+		}
 	}
 }

@@ -125,7 +125,8 @@ func TestEachLibraryHasOneHome(t *testing.T) {
 	}
 }
 
-// TestTestutilOnlyInTests: internal/testutil (waits with goroutine dumps) is for tests; no shipped package imports it.
+// TestTestutilOnlyInTests: internal/testutil (waits with goroutine dumps) and internal/standin (stand-in model
+// folders) are for tests; no shipped package imports them.
 func TestTestutilOnlyInTests(t *testing.T) {
 	out, err := exec.Command("go", "list", "-json=ImportPath,Imports", module+"/...").Output()
 	if err != nil {
@@ -141,7 +142,7 @@ func TestTestutilOnlyInTests(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, imp := range p.Imports {
-			if imp == module+"/internal/testutil" {
+			if imp == module+"/internal/testutil" || imp == module+"/internal/standin" {
 				t.Errorf("%s imports %s: only tests may", p.ImportPath, imp)
 			}
 		}

@@ -142,10 +142,10 @@ var Profiles = []Profile{
 		Template: []string{"<|observation|>", "<arg_key>", "clear_thinking"}},
 
 	// Kimi K2: <|tool_calls_section_begin|> sections with functions.NAME:IDX ids.
-	{Name: "kimi-k2", Models: "Kimi-K2-Instruct (July 2025 template)", Parser: "kimi_k2", Reasoning: ReasoningNone,
+	{Name: "kimi-k2", Models: "Kimi-K2-Instruct (July 2025 template)", Parser: "kimi_k2", Reasoning: ReasoningNone, CallIDs: CallIDKimi,
 		Template: []string{"<|im_middle|>", "<|tool_calls_section_begin|>"}, NotTemplate: []string{"<think>"},
 		Tokens: []string{"<|im_middle|>", "<|tool_calls_section_begin|>"}},
-	{Name: "kimi-k2-thinking", Models: "Kimi-K2-Thinking", Parser: "kimi_k2", Reasoning: ReasoningThink,
+	{Name: "kimi-k2-thinking", Models: "Kimi-K2-Thinking", Parser: "kimi_k2", Reasoning: ReasoningThink, CallIDs: CallIDKimi,
 		Template: []string{"<|im_middle|>", "<|tool_calls_section_begin|>", "<think>"}},
 
 	// gpt-oss: the harmony format; a tool call ends with <|call|>, a final answer with <|return|> (EOS).

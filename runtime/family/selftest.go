@@ -285,7 +285,7 @@ func conversation(p *Profile, argsString bool) (first []tito.Message, rounds []r
 		{testArguments, testExpression, testResult},
 		{`{"expression": "20 / 8", "precision": 3}`, "20 / 8", "2.5"},
 	} {
-		id := p.CallIDs.ID("selftest", i)
+		id := p.CallIDs.ID("selftest", i, testTool, 0) // one call a round: the i-th of the conversation
 		args := rd.args
 		content := `""`
 		if p.CallArgsString && argsString {

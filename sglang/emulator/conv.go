@@ -13,6 +13,9 @@ const (
 	chatDeepSeek = "deepseek" // DeepSeek V3/R1/V3.1: <｜User｜>...<｜Assistant｜>...<｜end▁of▁sentence｜>, tool outputs
 	chatHarmony  = "harmony"  // gpt-oss: <|start|>role<|channel|>...<|message|>...<|end|> (<|call|>, <|return|>)
 	chatMistral  = "mistral"  // Mistral: [AVAILABLE_TOOLS]...[/AVAILABLE_TOOLS][INST]...[/INST]...</s>[TOOL_RESULTS]...[/TOOL_RESULTS]
+	chatKimi     = "kimi"     // Kimi K2: <|im_system|>tool_declare<|im_middle|>[tools]<|im_end|>, <|im_user|>user<|im_middle|>...<|im_end|>
+	chatMiniMax  = "minimax"  // MiniMax-M2: ]~!b[]~b]system\n...[e~[\n]~b]user\n...[e~[\n]~b]ai\n...
+	chatSeed     = "seed"     // Seed-OSS: <seed:bos>role\n...<seed:eos>
 	chatNone     = "none"
 )
 
@@ -37,7 +40,7 @@ type toolSpec struct {
 	Required   []string
 }
 
-// parseConversation decodes a ChatML or Llama 3 prompt (special tokens kept). tools, if not nil, memoises the
+// parseConversation decodes a prompt (special tokens kept) in one of the chat layouts above. tools, if not nil, memoises the
 // tool specs read from a message.
 func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 	c := &conversation{format: chatNone, taskIdx: -1}
@@ -87,6 +90,15 @@ func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 	case strings.Contains(text, mistralInst):
 		c.format = chatMistral
 		c.messages, c.open = splitMistral(text)
+	case strings.Contains(text, kimiMiddle):
+		c.format = chatKimi
+		c.messages, c.open = splitKimi(text)
+	case strings.Contains(text, minimaxMsg):
+		c.format = chatMiniMax
+		c.messages, c.open = splitMiniMax(text)
+	case strings.Contains(text, seedBOS):
+		c.format = chatSeed
+		c.messages, c.open = splitSeed(text)
 	default:
 		c.messages = []message{{role: "user", content: text}}
 	}
@@ -155,8 +167,9 @@ func (c *conversation) toolResults() []string {
 	return out
 }
 
-// findTools reads tool specs: Qwen's <tools>...</tools> block (one JSON object a line) in the system message,
-// the JSON objects of Llama 3's tool preamble, or Mistral's [AVAILABLE_TOOLS] list.
+// findTools reads tool specs: Qwen's (and MiniMax-M2's) <tools>...</tools> block in the system message, the JSON
+// objects of Llama 3's tool preamble, a tool list that is a message of its own (Mistral's [AVAILABLE_TOOLS],
+// Kimi K2's tool_declare), or Seed-OSS's Python signatures.
 func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 	for _, m := range c.messages {
 		if m.role != "system" && m.role != "user" && m.role != "developer" && m.role != roleTools {
@@ -185,6 +198,11 @@ func (c *conversation) findTools(memo *lru[[]toolSpec]) {
 			c.tools = append(c.tools, ts...)
 		} else if m.role == roleTools {
 			c.tools = append(c.tools, scanMistralTools(m.content)...)
+		} else if c.format == chatSeed && m.role == "system" {
+			c.tools = append(c.tools, scanSeedTools(m.content)...)
+			if len(c.tools) == before {
+				c.tools = append(c.tools, scanTools(m.content)...) // use_json_tooldef: a JSON list
+			}
 		} else if c.format == chatHarmony && m.role == "developer" {
 			c.tools = append(c.tools, scanTypeScriptTools(m.content)...)
 		} else if c.format == chatDeepSeek && m.role == "system" || c.format == chatLlama && (strings.Contains(m.content, "Given the following functions") || m.role == "system") {
@@ -505,7 +523,8 @@ const (
 	mistralEOS        = "</s>"
 )
 
-// roleTools is the role of a Mistral [AVAILABLE_TOOLS] block: the tool list, a message of its own.
+// roleTools is the role of a tool list that is a message of its own: Mistral's [AVAILABLE_TOOLS] block, Kimi K2's
+// tool_declare system message.
 const roleTools = "tools"
 
 // splitMistral splits a Mistral prompt into messages: [SYSTEM_PROMPT] (Small 3.2), the [AVAILABLE_TOOLS] list
@@ -571,7 +590,7 @@ func splitMistral(text string) (msgs []message, open *message) {
 	return msgs, nil
 }
 
-// scanMistralTools reads a Mistral [AVAILABLE_TOOLS] list. Nemo's template writes each tool as
+// scanMistralTools reads a Mistral [AVAILABLE_TOOLS] list (or Kimi K2's tool_declare list, tojson's). Nemo's template writes each tool as
 // {"type": "function", "function": {...}} by hand, string values unescaped (a description with a quote or a
 // newline is not JSON), the rest through tojson: an item that is not JSON is read as Hermes-3's are
 // (scanLooseTools), on its own so that nothing pairs one tool's name with another's schema.
@@ -604,4 +623,186 @@ func mistralResult(s string) string {
 		return t[len(head):i]
 	}
 	return s
+}
+
+// Kimi K2's markers.
+const (
+	kimiSystem    = "<|im_system|>"
+	kimiUser      = "<|im_user|>"
+	kimiAssistant = "<|im_assistant|>"
+	kimiMiddle    = "<|im_middle|>"
+	kimiEnd       = "<|im_end|>"
+	// kimiToolDeclare is the role of the system message that lists the tools (as JSON).
+	kimiToolDeclare = "tool_declare"
+)
+
+// splitKimi splits a Kimi K2 prompt into messages: each opens with <|im_system|>, <|im_user|> or
+// <|im_assistant|>, names its role before <|im_middle|> and ends with <|im_end|>. The tool list is the system
+// message of role tool_declare (role "tools" here); a tool result is a system message of role "tool" whose
+// content, after the template's "## Return of ID\n" header, is the result. A trailing message with no
+// <|im_end|> is the generation prompt.
+func splitKimi(text string) (msgs []message, open *message) {
+	markers := []string{kimiSystem, kimiUser, kimiAssistant}
+	next := func(s string) (int, string) {
+		at, mk := -1, ""
+		for _, m := range markers {
+			if i := strings.Index(s, m); i >= 0 && (at < 0 || i < at) {
+				at, mk = i, m
+			}
+		}
+		return at, mk
+	}
+	for {
+		at, mk := next(text)
+		if at < 0 {
+			return msgs, open
+		}
+		text = text[at+len(mk):]
+		part := text
+		if j, _ := next(text); j >= 0 {
+			part, text = text[:j], text[j:]
+		} else {
+			text = ""
+		}
+		role, body, _ := strings.Cut(part, kimiMiddle)
+		m := message{role: strings.TrimSpace(role), content: body}
+		if m.role == kimiToolDeclare {
+			m.role = roleTools
+		}
+		end := strings.Index(body, kimiEnd)
+		if end < 0 {
+			if text == "" {
+				open = &m
+			}
+			continue
+		}
+		m.content = body[:end]
+		if m.role == "tool" {
+			m.content = kimiResult(m.content)
+		}
+		msgs = append(msgs, m)
+	}
+}
+
+// kimiResult is the content of a Kimi K2 tool result: what follows the template's "## Return of ID" header and
+// its line break, which the template writes as the two characters `\n` (a newline is taken too).
+func kimiResult(s string) string {
+	rest, ok := strings.CutPrefix(s, "## Return of ")
+	if !ok {
+		return s
+	}
+	at, n := strings.Index(rest, `\n`), 2
+	if i := strings.IndexByte(rest, '\n'); i >= 0 && (at < 0 || i < at) {
+		at, n = i, 1
+	}
+	if at < 0 {
+		return s
+	}
+	return rest[at+n:]
+}
+
+// MiniMax-M2's markers.
+const (
+	minimaxBOS = "]~!b["
+	minimaxMsg = "]~b]"
+	minimaxEnd = "[e~["
+)
+
+// splitMiniMax splits a MiniMax-M2 prompt into messages: "]~b]ROLE\n...[e~[" (role "ai" is the assistant). The
+// template writes consecutive tool results into one "tool" message, each in <response>...</response>: each is a
+// message of its own here. A trailing message with no [e~[ is the generation prompt.
+func splitMiniMax(text string) (msgs []message, open *message) {
+	parts := strings.Split(text, minimaxMsg)
+	for k, p := range parts[1:] {
+		role, body, _ := strings.Cut(p, "\n")
+		m := message{role: strings.TrimSpace(role), content: body}
+		if m.role == "ai" {
+			m.role = "assistant"
+		}
+		end := strings.Index(body, minimaxEnd)
+		if end < 0 {
+			if k == len(parts)-2 {
+				open = &m
+			}
+			continue
+		}
+		m.content = body[:end]
+		if m.role != "tool" || !strings.Contains(m.content, "<response>") {
+			msgs = append(msgs, m)
+			continue
+		}
+		for rest := m.content; ; {
+			_, after, ok := strings.Cut(rest, "<response>")
+			if !ok {
+				break
+			}
+			var result string
+			result, rest, _ = strings.Cut(after, "</response>")
+			msgs = append(msgs, message{role: "tool", content: result})
+		}
+	}
+	return msgs, open
+}
+
+// Seed-OSS's markers.
+const (
+	seedBOS = "<seed:bos>"
+	seedEOS = "<seed:eos>"
+)
+
+// splitSeed splits a Seed-OSS prompt into messages: "<seed:bos>ROLE\n...<seed:eos>". A trailing message with no
+// <seed:eos> is the generation prompt.
+func splitSeed(text string) (msgs []message, open *message) {
+	parts := strings.Split(text, seedBOS)
+	for k, p := range parts[1:] {
+		end := strings.Index(p, seedEOS)
+		whole := p
+		if end >= 0 {
+			whole = p[:end]
+		}
+		role, body, _ := strings.Cut(whole, "\n")
+		m := message{role: strings.TrimSpace(role), content: body}
+		switch {
+		case end >= 0:
+			msgs = append(msgs, m)
+		case k == len(parts)-2:
+			open = &m
+		}
+	}
+	return msgs, open
+}
+
+// scanSeedTools reads the tools of Seed-OSS's system message, which its template writes as Python signatures
+// with a docstring: "Function:\ndef NAME(P: T,Q: T):" and, under "Args:", "- P (T) [必填]: ..." for each
+// required parameter ([选填]: optional). The Python types map back to JSON Schema's (int stands for both number
+// and integer: "integer" here).
+func scanSeedTools(s string) []toolSpec {
+	types := map[string]string{"str": "string", "int": "integer", "bool": "boolean", "list": "array"}
+	var out []toolSpec
+	for _, part := range strings.Split(s, "Function:\ndef ")[1:] {
+		sig, doc, _ := strings.Cut(part, "\n")
+		name, params, ok := strings.Cut(sig, "(")
+		params, _, closed := strings.Cut(params, "):")
+		if !ok || !closed || strings.TrimSpace(name) == "" {
+			continue
+		}
+		t := toolSpec{Name: strings.TrimSpace(name), ParamTypes: map[string]string{}}
+		for _, p := range strings.Split(params, ",") {
+			p, typ, _ := strings.Cut(p, ":")
+			if p = strings.TrimSpace(p); p != "" {
+				t.Params = append(t.Params, p)
+				t.ParamTypes[p] = types[strings.TrimSpace(typ)]
+			}
+		}
+		doc, _, _ = strings.Cut(doc, "Function:\n")
+		for _, line := range strings.Split(doc, "\n") {
+			line = strings.TrimSpace(line)
+			if p, ok := strings.CutPrefix(line, "- "); ok && strings.Contains(line, "[必填]") {
+				p, _, _ = strings.Cut(p, " (")
+				t.Required = append(t.Required, p)
+			}
+		}
+		out = append(out, t)
+	}
+	return out
 }

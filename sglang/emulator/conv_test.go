@@ -137,3 +137,76 @@ func TestSplitMistral(t *testing.T) {
 		})
 	}
 }
+
+// Kimi K2, MiniMax-M2 and Seed-OSS prompts as their templates render them split into messages: the tool list,
+// the task, assistant turns, each tool result (out of its wrapping) and the open generation prompt.
+func TestSplitFamilyLayouts(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, format string
+		roles              []string
+		open               string // the generation prompt's content; "-" for none
+		results            []string
+	}{
+		{"kimi first prompt", "<|im_system|>tool_declare<|im_middle|>[" + calcToolJSON + "]<|im_end|><|im_system|>system<|im_middle|>S<|im_end|>" +
+			"<|im_user|>user<|im_middle|>What is 12*7?<|im_end|><|im_assistant|>assistant<|im_middle|>",
+			chatKimi, []string{"tools", "system", "user"}, "", nil},
+		{"kimi after results", "<|im_system|>tool_declare<|im_middle|>[" + calcToolJSON + "]<|im_end|><|im_system|>system<|im_middle|>You are a helpful assistant<|im_end|>" +
+			"<|im_user|>user<|im_middle|>What is 12*7?<|im_end|><|im_assistant|>assistant<|im_middle|><|tool_calls_section_begin|>x<|tool_calls_section_end|><|im_end|>" +
+			`<|im_system|>tool<|im_middle|>## Return of call_0000\n{"result": "84"}<|im_end|>` + "<|im_system|>tool<|im_middle|>## Return of functions.calculator:1\n2<|im_end|>" +
+			"<|im_assistant|>assistant<|im_middle|>",
+			chatKimi, []string{"tools", "system", "user", "assistant", "tool", "tool"}, "", []string{`{"result": "84"}`, "2"}},
+		{"minimax after results", "]~!b[]~b]system\nS\n\n<tools>\n<tool>" + `{"name": "calculator", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}}` +
+			"</tool>\n</tools>\n[e~[\n]~b]user\nWhat is 12*7?[e~[\n]~b]ai\n<think>\nr\n</think>\n\n<minimax:tool_call>\n...\n</minimax:tool_call>[e~[\n" +
+			"]~b]tool\n<response>84</response>\n<response>Error: no\n</response>[e~[\n]~b]ai\n<think>\n",
+			chatMiniMax, []string{"system", "user", "assistant", "tool", "tool"}, "<think>\n", []string{"84", "Error: no"}},
+		{"seed after a result", "<seed:bos>system\nS\n\nFunction:\ndef calculator(expression: str):\n    \"\"\"\n    E\n    \"\"\"\n<seed:eos>" +
+			"<seed:bos>user\nWhat is 12*7?<seed:eos><seed:bos>assistant\n<seed:tool_call>\n<function=calculator>\n<parameter=expression>12*7</parameter>\n</function>\n</seed:tool_call><seed:eos>" +
+			"<seed:bos>tool\n84<seed:eos><seed:bos>assistant\n",
+			chatSeed, []string{"system", "user", "assistant", "tool"}, "", []string{"84"}},
+		{"seed answered", "<seed:bos>user\nWhat is 12*7?<seed:eos><seed:bos>assistant\nIt is 84.<seed:eos>",
+			chatSeed, []string{"user", "assistant"}, "-", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := parseConversation(tc.text, nil)
+			var roles []string
+			for _, m := range c.messages {
+				roles = append(roles, m.role)
+			}
+			if c.format != tc.format || !reflect.DeepEqual(roles, tc.roles) {
+				t.Fatalf("format %s, roles %v; want %s, %v", c.format, roles, tc.format, tc.roles)
+			}
+			switch {
+			case tc.open == "-" && c.open != nil:
+				t.Errorf("open %+v, want none", c.open)
+			case tc.open != "-" && (c.open == nil || c.open.role != "assistant" || c.open.content != tc.open):
+				t.Errorf("open %+v, want the assistant's with %q", c.open, tc.open)
+			}
+			if got := c.toolResults(); c.task() != "What is 12*7?" || !reflect.DeepEqual(got, tc.results) {
+				t.Errorf("task %q, results %q; want %q", c.task(), got, tc.results)
+			}
+			if tc.open != "-" && (len(c.tools) != 1 || c.tools[0].Name != "calculator" || c.tools[0].Params[0] != "expression") {
+				t.Errorf("tools %+v, want the calculator", c.tools)
+			}
+		})
+	}
+	if got := kimiResult("## Return of call_0000\nreal newline"); got != "real newline" {
+		t.Errorf("kimiResult with a newline: %q", got)
+	}
+}
+
+// Seed-OSS's tool list: Python signatures, their types mapped back to JSON Schema's, required parameters marked
+// [必填] in the docstring.
+func TestScanSeedTools(t *testing.T) {
+	s := "You are Doubao.\n\nFunction:\ndef calculator(expression: str,precision: int):\n    \"\"\"\n    Evaluate (2 + 3): and more.\n\n    Args:\n" +
+		"    - expression (str) [必填]: The expression.\n    - precision (int) [选填]: Digits.\n\n    \"\"\"\n\n\n" +
+		"Function:\ndef now():\n    \"\"\"\n    The time.\n\n    \"\"\"\n\n\nFunction:\ndef lookup(items: list,exact: bool,opts: Any):\n    \"\"\"\n    L\n\n    Args:\n" +
+		"    - items (list) [选填]: x\n    - exact (bool) [必填]: y\n    - opts (Any) [选填]: z\n    \"\"\"\n工具调用请遵循如下格式:\n"
+	want := []toolSpec{
+		{Name: "calculator", Params: []string{"expression", "precision"}, ParamTypes: map[string]string{"expression": "string", "precision": "integer"}, Required: []string{"expression"}},
+		{Name: "now", ParamTypes: map[string]string{}},
+		{Name: "lookup", Params: []string{"items", "exact", "opts"}, ParamTypes: map[string]string{"items": "array", "exact": "boolean", "opts": ""}, Required: []string{"exact"}},
+	}
+	if got := scanSeedTools(s); !reflect.DeepEqual(got, want) {
+		t.Errorf("scanSeedTools =\n%+v\nwant\n%+v", got, want)
+	}
+}

@@ -3,8 +3,10 @@ package emulator
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -18,7 +20,7 @@ func TestRenderCallsRoundTrip(t *testing.T) {
 		{name: "calculator", args: []kv{{"expression", "(3+4)/2"}}},
 		{name: "search", args: []kv{{"query", "weather in Paris"}, {"topn", 3}, {"exact", true}}},
 	}
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatSeedOSS, FormatMiniMaxM2, FormatDeepSeekV3, FormatDeepSeekV31,
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatDeepSeekV3, FormatDeepSeekV31,
 		FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
 		t.Run(format, func(t *testing.T) {
 			p, err := parsers.New(formatParser(format))
@@ -158,5 +160,141 @@ func TestMistralNemoEpisode(t *testing.T) {
 			!strings.HasSuffix(final, "The answer is 42.") {
 			t.Errorf("seed %d: called %v, final answer %q", seed, called, final)
 		}
+	}
+}
+
+// TestKimiK2Calls: kimi_k2 calls are written as Kimi K2's chat template writes them (SGLang's KimiK2Detector
+// reads the same): one section, each call's id functions.NAME:N with N counting on from the conversation's earlier
+// calls, the arguments as json.dumps writes them.
+func TestKimiK2Calls(t *testing.T) {
+	cs := []call{{name: "calculator", args: []kv{{"expression", "12*7"}}, prior: 2}, {name: "calculator", args: []kv{{"expression", "1+1"}}, prior: 2}}
+	want := `<|tool_calls_section_begin|><|tool_call_begin|>functions.calculator:2<|tool_call_argument_begin|>{"expression": "12*7"}<|tool_call_end|>` +
+		`<|tool_call_begin|>functions.calculator:3<|tool_call_argument_begin|>{"expression": "1+1"}<|tool_call_end|><|tool_calls_section_end|>`
+	if got := renderCalls(FormatKimiK2, cs, -1); got != want {
+		t.Errorf("kimi_k2 calls:\n got %s\nwant %s", got, want)
+	}
+	// the agentic policy counts the calls of earlier turns
+	s := &Server{cfg: Config{ToolFormat: FormatKimiK2}}
+	prompt := familyLayouts[0].first("What is 12*7 and 1+1?") + "<|tool_calls_section_begin|><|tool_call_begin|>functions.calculator:0" +
+		`<|tool_call_argument_begin|>{"expression": "12*7"}<|tool_call_end|><|tool_calls_section_end|>` + familyLayouts[0].after([]string{"84"})
+	if got := s.agentic(parseConversation(prompt, nil), rand.New(rand.NewPCG(1, 2))); !strings.Contains(got, "functions.calculator:1<|tool_call_argument_begin|>") {
+		t.Errorf("second turn's call %q, want id functions.calculator:1", got)
+	}
+	cfg := DefaultConfig()
+	cfg.ToolFormat = FormatKimiK2
+	if err := cfg.Validate(); err != nil {
+		t.Error(err)
+	}
+	cfg.ToolFormat = "kimi-k2"
+	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), `"kimi_k2"`) {
+		t.Errorf("tool_format kimi-k2: %v, want an error listing \"kimi_k2\"", err)
+	}
+}
+
+// The three layouts below are written as the families' reference chat templates render a system prompt, the
+// calculator and a task (tito/testdata/families; TestFamilyEpisodes in runtime runs them on the real templates),
+// and what the agent loop appends after a turn: the turn's end, the tool results and the generation prompt.
+var familyLayouts = []struct {
+	name, format, layout string
+	first                func(task string) string
+	after                func(results []string) string
+}{
+	{"kimi-k2", FormatKimiK2, chatKimi,
+		func(task string) string {
+			return "<|im_system|>tool_declare<|im_middle|>[" + calcToolJSON + "]<|im_end|><|im_system|>system<|im_middle|>Be careful.<|im_end|>" +
+				"<|im_user|>user<|im_middle|>" + task + "<|im_end|><|im_assistant|>assistant<|im_middle|>"
+		},
+		func(results []string) string {
+			s := "<|im_end|>"
+			for i, r := range results {
+				s += fmt.Sprintf(`<|im_system|>tool<|im_middle|>## Return of call_%04d\n%s<|im_end|>`, i, r) // `\n`: two characters, as the template writes it
+			}
+			return s + "<|im_assistant|>assistant<|im_middle|>"
+		}},
+	{"minimax-m2", FormatMiniMaxM2, chatMiniMax,
+		func(task string) string {
+			var fn struct{ Function json.RawMessage }
+			_ = json.Unmarshal([]byte(calcToolJSON), &fn)
+			return "]~!b[]~b]system\nBe careful.\n\n# Tools\nYou may call one or more tools to assist with the user query.\nHere are the tools available in JSONSchema format:\n" +
+				"\n<tools>\n<tool>" + string(fn.Function) + "</tool>\n</tools>\n\nWhen making tool calls, use XML format to invoke tools and pass parameters:\n" +
+				"\n<minimax:tool_call>\n<invoke name=\"tool-name-1\">\n<parameter name=\"param-key-1\">param-value-1</parameter>\n...\n</invoke>\n</minimax:tool_call>[e~[\n" +
+				"]~b]user\n" + task + "[e~[\n]~b]ai\n<think>\n"
+		},
+		func(results []string) string {
+			s := "[e~[\n]~b]tool"
+			for _, r := range results {
+				s += "\n<response>" + r + "</response>"
+			}
+			return s + "[e~[\n]~b]ai\n<think>\n"
+		}},
+	{"seed-oss", FormatSeedOSS, chatSeed,
+		func(task string) string {
+			return "<seed:bos>system\nBe careful.\n\nFunction:\ndef calculator(expression: str):\n    \"\"\"\n    Evaluate an arithmetic expression\n\n    Args:\n" +
+				"    - expression (str) [必填]: e.g. 2 + 2\n\n    \"\"\"\n工具调用请遵循如下格式:\n<seed:tool_call>\n<function=example_function_name>\n" +
+				"<parameter=example_parameter_1>value_1</parameter>\n</function>\n</seed:tool_call>\n<seed:eos><seed:bos>user\n" + task + "<seed:eos><seed:bos>assistant\n"
+		},
+		func(results []string) string {
+			s := "<seed:eos>"
+			for _, r := range results {
+				s += "<seed:bos>tool\n" + r + "<seed:eos>"
+			}
+			return s + "<seed:bos>assistant\n"
+		}},
+}
+
+// TestAgenticFamilyLayouts: on prompts in Kimi K2's, MiniMax-M2's and Seed-OSS's layouts the agentic policy finds
+// the calculator, calls it in the family's format (read back by the family's parser) for each expression, reads
+// the results the loop appends and answers with them. MiniMax-M2's generation prompt opens <think>: every reply
+// reasons, then closes it.
+func TestAgenticFamilyLayouts(t *testing.T) {
+	for _, fl := range familyLayouts {
+		t.Run(fl.name, func(t *testing.T) {
+			parallel := false
+			for seed := uint64(0); seed < 8; seed++ {
+				cfg := DefaultConfig()
+				cfg.ToolFormat, cfg.Seed = fl.format, seed
+				s := &Server{cfg: cfg}
+				prompt := fl.first(threeExprTask)
+				var called []string
+				final := ""
+				for turn := 0; turn < 6 && final == ""; turn++ {
+					c := parseConversation(prompt, nil)
+					if c.format != fl.layout || c.task() != threeExprTask || len(c.tools) != 1 || c.tools[0].Name != "calculator" {
+						t.Fatalf("seed %d turn %d: layout %s, task %q, tools %+v", seed, turn, c.format, c.task(), c.tools)
+					}
+					reply := s.agentic(c, rand.New(rand.NewPCG(seed, uint64(turn))))
+					if fl.format == FormatMiniMaxM2 && !strings.Contains(reply, "\n</think>\n\n") {
+						t.Fatalf("seed %d turn %d: %q does not close the think block the prompt opened", seed, turn, reply)
+					}
+					calls, err := parseWithParser(fl.format, reply)
+					if err != nil {
+						t.Fatalf("seed %d turn %d: %v", seed, turn, err)
+					}
+					if len(calls) == 0 {
+						final = reply
+						break
+					}
+					parallel = parallel || len(calls) > 1
+					var results []string
+					for _, cl := range calls {
+						e, _ := cl.Args["expression"].(string)
+						v, err := eval(e)
+						if cl.Name != "calculator" || err != nil {
+							t.Fatalf("seed %d turn %d: call %+v: %v", seed, turn, cl, err)
+						}
+						called = append(called, e)
+						results = append(results, strconv.FormatFloat(v, 'g', -1, 64))
+					}
+					prompt += reply + fl.after(results)
+				}
+				if !slices.Equal(called, []string{"12*7", "(3+4)/2", "100-58"}) || !strings.Contains(final, "(3+4)/2 = 3.5") ||
+					!strings.HasSuffix(final, "The answer is 42.") {
+					t.Errorf("seed %d: called %v, final answer %q", seed, called, final)
+				}
+			}
+			if !parallel {
+				t.Error("no seed made parallel calls")
+			}
+		})
 	}
 }

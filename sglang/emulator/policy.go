@@ -178,6 +178,9 @@ type call struct {
 	name string
 	args []kv
 	id   string // the call id the format writes (mistral_nemo), "" for one derived from the call
+	// prior is the number of calls in the conversation's earlier turns: kimi_k2 ids count on from it
+	// (functions.NAME:N, N the conversation's call counter, as Kimi K2 writes them).
+	prior int
 }
 
 // callIDChars are the characters of a Mistral call id (9 of them: the templates raise on any other length).
@@ -219,9 +222,15 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	task := c.task()
 	turn := c.assistantTurns()
 	var think string
-	if c.format == chatML && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
-		(c.open == nil || !strings.Contains(c.open.content, thinkClose(format))) {
-		think = thinkOpen(format) + "\n" + thinkFiller(s.cfg.ThinkWords, rng)
+	thinking := false // the reply starts in a think block, which it closes before its calls or answer
+	switch {
+	case c.format == chatML && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
+		(c.open == nil || !strings.Contains(c.open.content, thinkClose(format))):
+		think, thinking = thinkOpen(format)+"\n"+thinkFiller(s.cfg.ThinkWords, rng), true
+	case c.format == chatMiniMax && c.open != nil && strings.Contains(c.open.content, thinkOpen(format)) &&
+		!strings.Contains(c.open.content, thinkClose(format)):
+		// MiniMax-M2's generation prompt opens <think>: the model reasons, then closes it.
+		think, thinking = thinkFiller(s.cfg.ThinkWords, rng), true
 	}
 	calc, param, hasCalc := calculatorTool(c.tools)
 	py, pyParam, hasPy := codeTool(c.tools)
@@ -255,7 +264,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		cs = []call{{name: t.Name, args: synthArgs(t, task)}}
 	}
 	if len(cs) > 0 {
-		if think != "" {
+		if thinking {
 			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.\n%s\n\n", cs[0].name, len(cs), thinkClose(format))
 		}
 		malformed := -1
@@ -267,6 +276,17 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 				cs[i].id = mistralCallID(rng.Uint64())
 			}
 		}
+		if format == FormatKimiK2 {
+			prior := 0
+			for _, m := range c.messages {
+				if m.role == "assistant" {
+					prior += strings.Count(m.content, "<|tool_call_begin|>")
+				}
+			}
+			for i := range cs {
+				cs[i].prior = prior
+			}
+		}
 		out := renderCalls(format, cs, malformed)
 		if format == FormatGPTOSS && think == "" {
 			// The generation prompt wrote the first message's "<|start|>assistant": the model goes on with its
@@ -275,7 +295,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		}
 		return think + out
 	}
-	if think != "" {
+	if thinking {
 		think += "I have what I need to answer.\n" + thinkClose(format) + "\n\n"
 	}
 	results := c.toolResults()
@@ -572,6 +592,7 @@ func renderCalls(format string, cs []call, malformed int) string {
 			if !(bad && malformed == 0) {
 				b.WriteString(`">`)
 			}
+			b.WriteString("\n")
 			for _, a := range c.args {
 				fmt.Fprintf(&b, `<parameter name="%s">%s</parameter>`+"\n", a.k, valueText(a.v, false))
 			}
@@ -579,6 +600,18 @@ func renderCalls(format string, cs []call, malformed int) string {
 				b.WriteString("</invoke>")
 			}
 			parts[i] = b.String()
+		case FormatKimiK2:
+			// As Kimi K2 writes a call: its id functions.NAME:N, N counting the conversation's calls (the July
+			// template re-renders N as the call's index in its turn); the section around all calls is added below.
+			j := pyJSON(c.args)
+			if bad && malformed == 0 {
+				j = j[:len(j)-1]
+			}
+			p := "<|tool_call_begin|>functions." + name + ":" + strconv.Itoa(c.prior+i) + "<|tool_call_argument_begin|>" + j
+			if !(bad && malformed == 1) {
+				p += "<|tool_call_end|>"
+			}
+			parts[i] = p
 		case FormatDeepSeekV3, FormatDeepSeekV31:
 			// As the DeepSeek chat templates write a call; the section around all calls is added below.
 			j := pyJSON(c.args)
@@ -679,6 +712,8 @@ func renderCalls(format string, cs []call, malformed int) string {
 		return "[TOOL_CALLS][" + strings.Join(parts, ", ") + "]"
 	case FormatDeepSeekV3, FormatDeepSeekV31:
 		return "<｜tool▁calls▁begin｜>" + strings.Join(parts, "") + "<｜tool▁calls▁end｜>"
+	case FormatKimiK2:
+		return "<|tool_calls_section_begin|>" + strings.Join(parts, "") + "<|tool_calls_section_end|>"
 	case FormatMiniMaxM2:
 		return "<minimax:tool_call>\n" + strings.Join(parts, "\n") + "\n</minimax:tool_call>"
 	}

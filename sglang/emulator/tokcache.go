@@ -64,7 +64,8 @@ type tokCache struct {
 
 func newTokCache(tok Tokenizer) *tokCache {
 	c := &tokCache{tok: tok, decoded: newLRU[string](4096), encoded: newLRU[[]int32](4096), tools: newLRU[[]toolSpec](256)}
-	for _, s := range []string{"<|im_start|>", "<|start_header_id|>", mistralInst, mistralResults} {
+	for _, s := range []string{"<|im_start|>", "<|start_header_id|>", mistralInst, mistralResults,
+		kimiSystem, kimiUser, kimiAssistant, minimaxMsg, seedBOS} {
 		if ids := tok.Encode(s, false); len(ids) == 1 && tok.Decode(ids, false) == s {
 			c.boundaries = append(c.boundaries, ids[0])
 		}
