@@ -126,7 +126,8 @@ func (st *state) glmCall(body string, lo, hi int) {
 
 // appendTyped appends the JSON form of an XML-ish parameter value typed by kind k, or returns a message when the
 // value does not fit the declared type. qwen selects SGLang's Qwen3-Coder rules: "null" in any case is null for
-// every kind, booleans are true/false in any case, and undeclared or untyped parameters stay strings. Otherwise
+// every kind, booleans are true/false in any case, undeclared or untyped parameters stay strings, and an object,
+// array or untyped-by-us value that is not JSON may be a Python literal (ast.literal_eval's subset). Otherwise
 // (GLM) a string parameter keeps its text, and other values must be JSON.
 func appendTyped(dst []byte, raw string, k kind, qwen bool) ([]byte, string) {
 	if qwen && strings.EqualFold(raw, "null") {
@@ -151,6 +152,13 @@ func appendTyped(dst []byte, raw string, k kind, qwen bool) ([]byte, string) {
 		return dst, "want boolean, got " + quote(clip(v))
 	}
 	out, err := compactAll(dst, v, nil, 0)
+	if err != nil && qwen && (k == kindAny || k == kindObject || k == kindArray) {
+		// SGLang's qwen3_coder (and vLLM's seed_oss) read what json.loads refuses with ast.literal_eval: Seed-OSS's
+		// template writes dict and list arguments as Python prints them ({'a': 1, 'b': True}).
+		if py, end, msg := pyValue(dst, v, 0, 0); msg == "" && skipSpace(v, end) == len(v) {
+			out, err = py, nil
+		}
+	}
 	if err != nil {
 		if k <= kindAny {
 			// Nothing declared (or nothing we model) and not JSON: it is text.

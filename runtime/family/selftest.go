@@ -14,7 +14,8 @@ import (
 )
 
 // The canonical tool conversation of the self-test: one tool, one call with a string and an integer argument,
-// its result.
+// its result; the second round's call adds an object argument (templates write objects their own way: Seed-OSS as
+// Python prints a dict, which its parser must read back).
 const (
 	testTool       = "calculator"
 	testExpression = "(2 + 3) * 4"
@@ -27,7 +28,7 @@ const (
 // Tools returns the tool specs of the self-test's conversation (OpenAI format), which a parser loaded for the
 // self-test must be given.
 func Tools() []json.RawMessage {
-	return []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "calculator", "description": "` + testToolDescription + `", "parameters": {"type": "object", "properties": {"expression": {"type": "string", "description": "The expression, e.g. 2 * (3 + 4)."}, "precision": {"type": "integer", "description": "Digits after the decimal point."}}, "required": ["expression"]}}}`)}
+	return []json.RawMessage{json.RawMessage(`{"type": "function", "function": {"name": "calculator", "description": "` + testToolDescription + `", "parameters": {"type": "object", "properties": {"expression": {"type": "string", "description": "The expression, e.g. 2 * (3 + 4)."}, "precision": {"type": "integer", "description": "Digits after the decimal point."}, "options": {"type": "object", "description": "How to evaluate."}}, "required": ["expression"]}}}`)}
 }
 
 // Call is one tool call as a parser returns it.
@@ -283,7 +284,7 @@ func conversation(p *Profile, argsString bool) (first []tito.Message, rounds []r
 	}
 	for i, rd := range []struct{ args, marker, result string }{
 		{testArguments, testExpression, testResult},
-		{`{"expression": "20 / 8", "precision": 3}`, "20 / 8", "2.5"},
+		{`{"expression": "20 / 8", "precision": 3, "options": {"exact": true, "mode": "decimal"}}`, "20 / 8", "2.5"},
 	} {
 		id := p.CallIDs.ID("selftest", i, testTool, 0) // one call a round: the i-th of the conversation
 		args := rd.args
