@@ -30,7 +30,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	addr := fs.String("addr", "127.0.0.1:30000", "listen address (port 0 picks a free port)")
 	seed := fs.Uint64("seed", 0, "seed: replies, non-canonical and malformed choices and fault draws are deterministic for a seed")
 	policy := fs.String("policy", emulator.PolicyAgentic, "reply policy: agentic or scripted")
-	format := fs.String("format", "", "tool-call format of agentic replies: hermes, qwen3_coder, llama3, seed_oss, minimax-m2, kimi_k2, deepseekv3, deepseekv31, mistral (Small 3.2), mistral_nemo (Nemo's list form), gpt-oss or pythonic (default: hermes for ChatML prompts, llama3 for Llama 3 prompts)")
+	format := fs.String("format", "", "tool-call format of agentic replies: hermes, qwen3_coder, llama3, seed_oss, minimax-m2, kimi_k2, glm45 (GLM-4.5/4.6), glm47 (GLM-4.7), deepseekv3, deepseekv31, mistral (Devstral), mistral_v11 (Small 3.2's [CALL_ID] form), mistral_nemo (Nemo's list form), gpt-oss or pythonic (default: hermes for ChatML prompts, llama3 for Llama 3 prompts)")
 	script := fs.String("script", "", "JSONL script for --policy scripted: {\"key\": ..., \"replies\": [...]} per line")
 	latency := fs.String("latency", "", "latency model FIXED[,PER_PROMPT_TOKEN[,PER_OUTPUT_TOKEN]], e.g. 50ms,20us,10ms (or fixed=..,prompt=..,output=..)")
 	faults := fs.String("fault-rate", "", "fault rates: one number spread over all kinds, or KIND=RATE,... with kinds 503, 500, reset, stall, truncate, context (and stall_for=DURATION)")

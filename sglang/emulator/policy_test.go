@@ -59,7 +59,8 @@ func parseCalls(format, text string) ([]parsedCall, error) {
 			}
 			out = append(out, c)
 		}
-	case FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic:
+	case FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatGLM45, FormatGLM47, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralV11,
+		FormatMistralNemo, FormatGPTOSS, FormatPythonic:
 		return parseWithParser(format, text)
 	case FormatLlama3:
 		t := strings.TrimPrefix(strings.TrimSpace(text), "<|python_tag|>")
@@ -218,8 +219,8 @@ func runEpisode(t *testing.T, url string, m *testModel, format, task, episodeID 
 
 func TestAgenticFormats(t *testing.T) {
 	task := "Compute 12*7, then (3+4)/2 and 100-58 for me."
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatDeepSeekV3,
-		FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatGLM45, FormatGLM47,
+		FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralV11, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
 		t.Run(format, func(t *testing.T) {
 			m := qwen(t)
 			if format == FormatLlama3 {
