@@ -351,7 +351,7 @@ func TestAgenticFamilyLayouts(t *testing.T) {
 					}
 					reply := s.agentic(c, rand.New(rand.NewPCG(seed, uint64(turn))))
 					if strings.HasSuffix(c.open.content, "<think>\n") || strings.HasSuffix(c.open.content, "<think>") {
-						if !strings.Contains(reply, "\n</think>\n\n") {
+						if !strings.Contains(reply, ".\n</think>\n\n") && !strings.Contains(reply, ".</think>") { // GLM's: as its template writes it back
 							t.Fatalf("seed %d turn %d: %q does not close the think block the prompt opened", seed, turn, reply)
 						}
 					}

@@ -270,7 +270,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 	}
 	if len(cs) > 0 {
 		if thinking {
-			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.\n%s\n\n", cs[0].name, len(cs), thinkClose(format))
+			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.", cs[0].name, len(cs)) + thinkEnd(c, format)
 		}
 		malformed := -1
 		if s.cfg.MalformedRate > 0 && rng.Float64() < s.cfg.MalformedRate {
@@ -302,7 +302,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 		return think + out
 	}
 	if thinking {
-		think += "I have what I need to answer.\n" + thinkClose(format) + "\n\n"
+		think += "I have what I need to answer." + thinkEnd(c, format)
 	}
 	results := c.toolResults()
 	// A slip: the final answer misreports the last value (drawn only when the rate is set, so that other draws
@@ -789,6 +789,15 @@ func thinkClose(format string) string {
 		return "<|end|>"
 	}
 	return "</think>"
+}
+
+// thinkEnd closes a think block: on a line of its own, a blank line after it; for GLM as its templates write a
+// turn's reasoning back (<think>REASONING</think>CONTENT, stripped).
+func thinkEnd(c *conversation, format string) string {
+	if c.format == chatGLM {
+		return thinkClose(format)
+	}
+	return "\n" + thinkClose(format) + "\n\n"
 }
 
 // thinkFiller is n words of plausible reasoning, then a newline (nothing for n = 0).
