@@ -216,8 +216,9 @@ type Config struct {
 	// WrongAnswerRate is the fraction of final answers after tool results that report a wrong value for the
 	// last expression (a slip, as a sampled model makes), so that a correctness reward varies within a group.
 	WrongAnswerRate float64 `toml:"wrong_answer_rate"`
-	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML only, and
-	// never when the generation prompt already closed the think block).
+	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML and DeepSeek
+	// prompts, never when the generation prompt already closed the think block; where it opened it, the reply
+	// reasons and closes it).
 	ThinkRate float64 `toml:"think_rate"`
 	// IgnoreRID makes replies independent of the client's rid (see doc.go, Determinism): two clients that send
 	// the same prompts get the same replies whatever rids they use, as the side-by-side benchmark needs; samples

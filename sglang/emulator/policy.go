@@ -225,12 +225,18 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 	}
 	task := c.task()
 	turn := c.assistantTurns()
-	var think string
+	var think, open string
+	if c.open != nil {
+		open = c.open.content
+	}
 	thinking := false // the reply starts in a think block, which it closes before its calls or answer
 	switch {
-	case c.format == chatML && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
-		(c.open == nil || !strings.Contains(c.open.content, thinkClose(format))):
-		think, thinking = thinkOpen(format)+"\n"+thinkFiller(s.cfg.ThinkWords, rng), true
+	case (c.format == chatML || c.format == chatDeepSeek) && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
+		!strings.Contains(open, thinkClose(format)):
+		think, thinking = thinkFiller(s.cfg.ThinkWords, rng), true
+		if !strings.Contains(open, thinkOpen(format)) { // else the generation prompt opened it (QwQ, V3.1 thinking)
+			think = thinkOpen(format) + "\n" + think
+		}
 	case (c.format == chatMiniMax || c.format == chatGLM) && c.open != nil && strings.Contains(c.open.content, thinkOpen(format)) &&
 		!strings.Contains(c.open.content, thinkClose(format)):
 		// MiniMax-M2's generation prompt opens <think> (GLM-4.7's too, with thinking on): the model reasons, then

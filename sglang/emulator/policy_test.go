@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -305,6 +306,21 @@ func TestAgenticThink(t *testing.T) {
 	g = generate(t, url, map[string]any{"input_ids": m.Tokenizer.Encode(p, false)})
 	if strings.Contains(g.Text, "<think>") {
 		t.Errorf("think after a closed think block: %q", g.Text)
+	}
+	// one the generation prompt opened (QwQ) is reasoned in and closed, not opened a second time
+	p = qwenPrompt("x", "What is 6*7?", calcToolJSON) + "<think>\n"
+	g = generate(t, url, map[string]any{"input_ids": m.Tokenizer.Encode(p, false)})
+	if strings.Contains(g.Text, "<think>") || !strings.Contains(g.Text, "\n</think>\n\n<tool_call>") {
+		t.Errorf("think after an opened think block: %q", g.Text)
+	}
+	// DeepSeek prompts (R1 with SGLang's V3 tool template) reason too
+	cfg.ThinkWords, cfg.ToolFormat = 0, FormatDeepSeekV3
+	s := &Server{cfg: cfg}
+	ds := "<｜begin▁of▁sentence｜>Be careful.\n\n## Tools\n\n### Function\n\nYou have the following functions available:\n\n- `calculator`:\n```json\n" +
+		calcToolJSON + "\n```<｜User｜>What is 6*7?<｜Assistant｜>"
+	if got := s.agentic(parseConversation(ds, nil), rand.New(rand.NewPCG(1, 2))); !strings.HasPrefix(got, "<think>\n") ||
+		!strings.Contains(got, "\n</think>\n\n<｜tool▁calls▁begin｜>") {
+		t.Errorf("think on a DeepSeek prompt: %q", got)
 	}
 }
 
