@@ -50,6 +50,7 @@ var familyE2E = []struct {
 	// GLM stops on the token that begins the next message (<|observation|> after calls, which the agent keeps
 	// and the tool message's delta starts after; <|user|> after an answer).
 	{"glm-4.6", standIn, "", false},
+	{"glm-4.6", standIn, "", true}, // the model opens <think> after the bare <|assistant|> and reasons first
 	{"glm-4.7-flash", standIn, "", false},
 	{"glm-4.7-flash", standIn, "", true}, // the generation prompt opens <think>: each turn reasons first
 	// Nemo's tekken vocabulary with the tekken v7 tokens added (internal/standin's Bases). Small 3.2 writes

@@ -216,6 +216,8 @@ func TestGLMAndMistralV11Calls(t *testing.T) {
 		{FormatGLM45, true, "\n<tool_call>f\n</tool_call>", "\n<tool_call>f\n</tool_call><|observation|>"},
 		{FormatGLM45, false, "It is 5.", "\nIt is 5.<|user|>"},
 		{FormatGLM47, false, "It is 5.", "It is 5.<|user|>"},
+		{FormatGLM45, false, "<think>Easy.</think>It is 5.", "\n<think>Easy.</think>\nIt is 5.<|user|>"},
+		{FormatGLM45, true, "<think>Easy.</think>\n<tool_call>f\n</tool_call>", "\n<think>Easy.</think>\n<tool_call>f\n</tool_call><|observation|>"},
 	} {
 		if got := glmTurn(tc.in, tc.format, tc.calling); got != tc.want {
 			t.Errorf("glmTurn(%q, %s, %v) = %q, want %q", tc.in, tc.format, tc.calling, got, tc.want)

@@ -242,6 +242,9 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 		// MiniMax-M2's generation prompt opens <think> (GLM-4.7's too, with thinking on): the model reasons, then
 		// closes it.
 		think, thinking = thinkFiller(s.cfg.ThinkWords, rng), true
+	case c.format == chatGLM && format == FormatGLM45 && c.open != nil && strings.TrimSpace(open) == "":
+		// GLM-4.5/4.6 with thinking on: the generation prompt is a bare <|assistant|>, and the model opens <think>.
+		think, thinking = thinkOpen(format)+thinkFiller(s.cfg.ThinkWords, rng), true
 	}
 	calc, param, hasCalc := calculatorTool(c.tools)
 	py, pyParam, hasPy := codeTool(c.tools)
@@ -349,13 +352,20 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 }
 
 // glmTurn is a reply to a GLM prompt as the model writes it: GLM-4.5/4.6 (glm45) start their text with a newline
-// after the generation prompt's <|assistant|> or <think></think> (4.7 write none), and the turn ends on the token
+// after the generation prompt's <|assistant|> or <think></think>, and another after their reasoning's </think>
+// (4.7 write none), and the turn ends on the token
 // that begins the next message, as the real models end it: <|observation|> after tool calls, <|user|> after an
 // answer. Both are stop ids of the GLM models (generation_config.json's eos_token_id, the profile's Stops), so
 // the reply ends there; a client that does not send them as stop_token_ids gets them followed by StopIDs[0].
 func glmTurn(reply, format string, calling bool) string {
-	if format == FormatGLM45 && !strings.HasPrefix(reply, "\n") {
-		reply = "\n" + reply
+	if format == FormatGLM45 {
+		// \n<think>REASONING</think>\nCONTENT, as the GLM-4.5/4.6 template writes a turn
+		if i := strings.Index(reply, thinkClose(format)) + len(thinkClose(format)); i >= len(thinkClose(format)) && !strings.HasPrefix(reply[i:], "\n") {
+			reply = reply[:i] + "\n" + reply[i:]
+		}
+		if !strings.HasPrefix(reply, "\n") {
+			reply = "\n" + reply
+		}
 	}
 	if calling {
 		return reply + glmObservation
