@@ -34,11 +34,16 @@ func TestAgentChatTemplateOverrideDeepSeek(t *testing.T) {
 		t.Fatalf("stock template: %v; want a refusal naming chat_template and SGLang's template", err)
 	}
 
-	// V3's template with V3's vocabulary and format; V3.1's template (family deepseek-v3.1, its deepseekv31 format)
-	// on the same vocabulary, which has all of V3.1's markers.
-	for _, tc := range []struct{ family, file, format string }{
-		{"deepseek-v3", "tool_chat_template_deepseekv3.jinja", "deepseekv3"},
-		{"deepseek-v3.1", "tool_chat_template_deepseekv31.jinja", "deepseekv31"},
+	// V3's template with V3's vocabulary and format; R1 (same vocabulary, same SGLang template and parser) reasoning
+	// in <think> before every reply; V3.1's template (family deepseek-v3.1, its deepseekv31 format) on the same
+	// vocabulary, which has all of V3.1's markers.
+	for _, tc := range []struct {
+		family, file, format string
+		think                bool
+	}{
+		{"deepseek-v3", "tool_chat_template_deepseekv3.jinja", "deepseekv3", false},
+		{"deepseek-r1", "tool_chat_template_deepseekv3.jinja", "deepseekv3", true},
+		{"deepseek-v3.1", "tool_chat_template_deepseekv31.jinja", "deepseekv31", false},
 	} {
 		t.Run(tc.family, func(t *testing.T) {
 			ac := ac
@@ -49,6 +54,9 @@ func TestAgentChatTemplateOverrideDeepSeek(t *testing.T) {
 			ac.Family = tc.family
 			ec := emulator.DefaultConfig()
 			ec.ToolFormat = tc.format
+			if tc.think {
+				ec.ThinkRate = 1
+			}
 			h := newModelHarness(t, ec, ac, m)
 			calls := 0
 			for i, task := range []string{"What is 12*7+3?", "Compute (17+25)*3 and 144/12."} {
@@ -58,6 +66,13 @@ func TestAgentChatTemplateOverrideDeepSeek(t *testing.T) {
 					t.Errorf("provenance %v: want the chat_template file's sha256 and family %s", tr.Provenance, tc.family)
 				}
 				calls += int(tr.Metrics["tool_calls.ok"])
+				if tc.think {
+					for _, msg := range messages(t, tr) {
+						if msg.Role == "assistant" && !strings.HasPrefix(msg.Content, "<think>\n") {
+							t.Errorf("%s: assistant turn %q does not reason first", tr.ID, msg.Content)
+						}
+					}
+				}
 			}
 			if calls == 0 {
 				t.Error("no tool call was made and answered")

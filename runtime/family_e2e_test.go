@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -21,32 +22,41 @@ import (
 // familyE2E are the families that pass the self-test, whose vocabulary a set-up model folder has (or a stand-in
 // one: vocabEnv standIn), and whose tool-call format the emulator speaks: each runs whole episodes through the
 // runtime against the emulator, which writes the family's calls in format (its parser's name when empty).
-// Mistral Small 3.2 and Devstral are not here: their tekken v7 control tokens ([SYSTEM_PROMPT], [ARGS],
-// [CALL_ID]) are not in Nemo's vocabulary, the only Mistral one set up, so they pass the self-test only (their
-// call ids: TestAgentMistralCallIDs).
 var familyE2E = []struct {
 	family, vocabEnv, format string
+	// thinking leaves enable_thinking at the template's default (on) instead of false.
+	thinking bool
 }{
-	{"qwen3", "AGENTRT_QWEN3_MODEL", ""},
-	{"qwen3-2507-instruct", "AGENTRT_QWEN3_MODEL", ""},
-	{"qwen3-2507-thinking", "AGENTRT_QWEN3_MODEL", ""},
-	{"qwen2.5", "AGENTRT_QWEN3_MODEL", ""},
-	{"qwen3.5", "AGENTRT_QWEN3_MODEL", ""}, // Qwen3.5 with its XML calls (qwen3_coder)
-	{"qwen3-coder", "AGENTRT_QWEN3_MODEL", ""},
-	{"qwq-32b", "AGENTRT_QWEN3_MODEL", ""},
-	{"hermes-3", "AGENTRT_QWEN3_MODEL", ""}, // ChatML: Qwen's vocabulary has its <|im_start|>/<|im_end|>
-	{"llama3.1", "AGENTRT_LLAMA31_MODEL", ""},
-	{"llama3.2", "AGENTRT_LLAMA31_MODEL", ""},
-	{"gpt-oss", "AGENTRT_GPTOSS_MODEL", ""},
+	{"qwen3", "AGENTRT_QWEN3_MODEL", "", false},
+	{"qwen3-2507-instruct", "AGENTRT_QWEN3_MODEL", "", false},
+	{"qwen3-2507-thinking", "AGENTRT_QWEN3_MODEL", "", false},
+	{"qwen2.5", "AGENTRT_QWEN3_MODEL", "", false},
+	{"qwen3.5", "AGENTRT_QWEN3_MODEL", "", false}, // Qwen3.5 with its XML calls (qwen3_coder)
+	{"qwen3-coder", "AGENTRT_QWEN3_MODEL", "", false},
+	{"qwq-32b", "AGENTRT_QWEN3_MODEL", "", false},
+	{"hermes-3", "AGENTRT_QWEN3_MODEL", "", false}, // ChatML: Qwen's vocabulary has its <|im_start|>/<|im_end|>
+	{"llama3.1", "AGENTRT_LLAMA31_MODEL", "", false},
+	{"llama3.2", "AGENTRT_LLAMA31_MODEL", "", false},
+	{"gpt-oss", "AGENTRT_GPTOSS_MODEL", "", false},
 	// Nemo's list form ([TOOL_CALLS][{..., "id": "abcDEF123"}]), read by the mistral parser; the ids the model
 	// writes are the ones the template renders back (CallIDAlnum9).
-	{"mistral-nemo", "AGENTRT_MISTRAL_NEMO_MODEL", emulator.FormatMistralNemo},
+	{"mistral-nemo", "AGENTRT_MISTRAL_NEMO_MODEL", emulator.FormatMistralNemo, false},
 	// No registry we reach has these vocabularies: they run on Qwen3's with the family's control tokens added
 	// (internal/standin), which proves the loop (template deltas, stop tokens, parser, the emulator's format),
 	// not the real tokenizer.
-	{"kimi-k2", standIn, ""},
-	{"minimax-m2", standIn, ""},
-	{"seed-oss", standIn, ""},
+	{"kimi-k2", standIn, "", false},
+	{"minimax-m2", standIn, "", false},
+	{"seed-oss", standIn, "", false},
+	// GLM stops on the token that begins the next message (<|observation|> after calls, which the agent keeps
+	// and the tool message's delta starts after; <|user|> after an answer).
+	{"glm-4.6", standIn, "", false},
+	{"glm-4.6", standIn, "", true}, // the model opens <think> after the bare <|assistant|> and reasons first
+	{"glm-4.7-flash", standIn, "", false},
+	{"glm-4.7-flash", standIn, "", true}, // the generation prompt opens <think>: each turn reasons first
+	// Nemo's tekken vocabulary with the tekken v7 tokens added (internal/standin's Bases). Small 3.2 writes
+	// each call's 9-character id ([CALL_ID]), which its template renders back; Devstral's writes none.
+	{"mistral-small-3.2", standIn, emulator.FormatMistralV11, false},
+	{"devstral-small", standIn, "", false},
 }
 
 // standIn as a familyE2E vocabEnv: the family runs on its stand-in vocabulary (standin.Model).
@@ -87,7 +97,11 @@ func familyModel(t, owner *testing.T, loaded map[string]*tito.Model, fam, vocabE
 func TestFamilyEpisodes(t *testing.T) {
 	loaded, parent := map[string]*tito.Model{}, t
 	for _, fe := range familyE2E {
-		t.Run(fe.family, func(t *testing.T) {
+		name := fe.family
+		if fe.thinking {
+			name += "/thinking"
+		}
+		t.Run(name, func(t *testing.T) {
 			m := familyModel(t, parent, loaded, fe.family, fe.vocabEnv)
 			prof, err := family.Lookup(fe.family)
 			if err != nil {
@@ -96,7 +110,7 @@ func TestFamilyEpisodes(t *testing.T) {
 			ac := defaultAgent()
 			ac.Model, ac.Parser, ac.Family, ac.ChatTemplateKwargs = m.Dir, "", "", nil
 			for _, k := range prof.Kwargs {
-				if k.Name == "enable_thinking" {
+				if k.Name == "enable_thinking" && !fe.thinking {
 					ac.ChatTemplateKwargs = map[string]any{"enable_thinking": false}
 				}
 			}
@@ -126,6 +140,9 @@ func TestFamilyEpisodes(t *testing.T) {
 				case family.CallIDKimi:
 					checkKimiCallIDs(t, tr)
 				}
+				if prof.StopBeginsNext {
+					checkStopsBeginNext(t, tr, m, prof, h.agent.ToolSpecs(), ac.ChatTemplateKwargs)
+				}
 			}
 			if calls == 0 {
 				t.Errorf("no tool call was made and answered in %s's episodes", fe.family)
@@ -147,7 +164,9 @@ func checkModelCallIDs(t *testing.T, tr *tito.Trajectory, m *tito.Model) {
 	var ids []string
 	for _, msg := range messages(t, tr) {
 		for _, c := range msg.ToolCalls {
-			if !alnum9.MatchString(c.ID) || !strings.Contains(out.String(), `"id": "`+c.ID+`"`) {
+			wrote := strings.Contains(out.String(), `"id": "`+c.ID+`"`) || // Nemo's list form
+				strings.Contains(out.String(), "[CALL_ID]"+c.ID+"[ARGS]") // Small 3.2's
+			if !alnum9.MatchString(c.ID) || !wrote {
 				t.Errorf("%s: call id %q is not the 9-character id the model wrote", tr.ID, c.ID)
 			}
 			ids = append(ids, c.ID)
@@ -163,6 +182,54 @@ func checkModelCallIDs(t *testing.T, tr *tito.Trajectory, m *tito.Model) {
 }
 
 var alnum9 = regexp.MustCompile(`^[A-Za-z0-9]{9}$`)
+
+// checkStopsBeginNext (GLM): every tool-calling response ends on <|observation|> and the answer on <|user|>, the
+// stops that begin the next message; the agent keeps the generated token, so the last request (the whole episode
+// but its answer) decodes to exactly the template's render of the conversation as a client would send it (the
+// tool-calling turns' content is their text without the calls: none here): the token is neither lost nor written
+// twice where the tool results follow it.
+func checkStopsBeginNext(t *testing.T, tr *tito.Trajectory, m *tito.Model, prof *family.Profile, tools []json.RawMessage, kwargs map[string]any) {
+	t.Helper()
+	var responses []tito.Segment
+	for _, seg := range tr.Segments {
+		if seg.Kind == tito.KindResponse {
+			responses = append(responses, seg)
+		}
+	}
+	for i, seg := range responses {
+		want := "<|observation|>"
+		if i == len(responses)-1 {
+			want = "<|user|>"
+		}
+		if got := m.Tokenizer.Decode(tr.TokenIDs[seg.Offset+seg.Length-1:seg.Offset+seg.Length], false); got != want {
+			t.Errorf("%s: response %d ends on %q, want %q", tr.ID, i, got, want)
+		}
+	}
+	tmpl, err := m.ChatTemplate(prof.TemplateOptions()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := messages(t, tr)
+	for i := range msgs {
+		if len(msgs[i].ToolCalls) > 0 {
+			// The trajectory keeps the turn's whole text, calls included, beside its tool_calls: a client sends
+			// the reasoning (before </think>, which the template splits off) and no text.
+			r, _, ok := strings.Cut(msgs[i].Content, "</think>")
+			msgs[i].Content = ""
+			if ok {
+				msgs[i].Content = r + "</think>"
+			}
+		}
+	}
+	want, err := tmpl.Render(msgs[:len(msgs)-1], tito.RenderOptions{Tools: tools, AddGenerationPrompt: true, Kwargs: kwargs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := responses[len(responses)-1]
+	if got := m.Tokenizer.Decode(tr.TokenIDs[:last.Offset], false); got != want {
+		t.Errorf("%s: the last request decodes to\n%q\nwant the template's render of the conversation\n%q", tr.ID, got, want)
+	}
+}
 
 // checkKimiCallIDs: Kimi K2's calls are functions.NAME:N, N counting the episode's calls from 0 (as SGLang names
 // them), and each tool result names its call, so the template renders "## Return of functions.NAME:N".

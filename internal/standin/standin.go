@@ -1,13 +1,16 @@
-// Package standin builds stand-in model folders for tests: Qwen3's vocabulary (the set-up folder named by
-// $AGENTRT_QWEN3_MODEL) with a family's control tokens added as special tokens, the family's tokenizer_config.json
-// (its bos/eos/pad/unk) and its reference chat template (tito/testdata/families/<family>).
+// Package standin builds stand-in model folders for tests: a set-up vocabulary (Qwen3's, $AGENTRT_QWEN3_MODEL, or
+// the one Bases names for the family) with a family's control tokens added as special tokens, the family's
+// tokenizer_config.json (its bos/eos/pad/unk) and its reference chat template (tito/testdata/families/<family>).
 //
-// It is for families whose vocabulary no registry we reach has (Kimi K2, MiniMax-M2, Seed-OSS): with it their
+// It is for families whose vocabulary no registry we reach has (Kimi K2, MiniMax-M2, Seed-OSS, GLM-4.5/4.6/4.7,
+// and Mistral Small 3.2 and Devstral, whose tekken v7 control tokens Nemo's tekken vocabulary lacks): with it their
 // control tokens are single tokens, as in the real models, so whole episodes run through the agent loop against
-// the emulator. A stand-in is not the real model: the ids and the BPE of ordinary text differ, so it says nothing
-// about token counts or the real tokenizer's merges. What it covers is the loop: the template's deltas, the stop
-// tokens (the EOS is one id the emulator ends on and the agent trims), the family's parser on what the model
-// writes, and the emulator's format for the family.
+// the emulator. A stand-in is not the real model: the added tokens' ids differ from the real ones, and so may the
+// BPE of ordinary text (Qwen3's is another family's; Nemo's tekken is a generation older than Small 3.2's, whose
+// file we do not have), so it says nothing about token counts or the real tokenizer's merges. What it covers is
+// the loop: the template's deltas, the stop tokens (the EOS, or the stop that begins the next message, is one id
+// the emulator ends on and the agent trims or keeps), the family's parser on what the model writes, and the
+// emulator's format for the family.
 //
 // Only tests import it (internal/house checks).
 package standin
@@ -25,9 +28,9 @@ import (
 
 // Tokens lists, per family, every special-token-like marker the family's chat template writes or its parser
 // reads, and the special tokens of its tokenizer_config.json (which tito.LoadModel requires in the vocabulary).
-// A stand-in: the real models have these as special tokens too, but at other ids. Markers Qwen3's vocabulary has
-// already as one token (Kimi's <|im_end|>, MiniMax's <think> and </think>) keep Qwen3's id; the others are added
-// after Qwen3's last id.
+// A stand-in: the real models have these as special tokens too, but at other ids. Markers the base vocabulary has
+// already as one token (Kimi's <|im_end|>, MiniMax's and GLM's <think> and </think>, Mistral's [INST]) keep the
+// base's id; the others are added after the base's last id.
 var Tokens = map[string][]string{
 	// Kimi K2 (July 2025 template; parser kimi_k2): the role headers, the tool-call section, the media markers
 	// of image parts, and [BOS]/[PAD]/[UNK] of its tokenizer_config.json (eos is <|im_end|>).
@@ -53,6 +56,47 @@ var Tokens = map[string][]string{
 		"<seed:think>", "</seed:think>",
 		"<seed:cot_budget_reflect>", "</seed:cot_budget_reflect>",
 	},
+	// GLM-4.5/4.6 (parser glm45) and GLM-4.7 (glm47): the prompt's [gMASK]<sop>, the role tokens (<|user|> and
+	// <|observation|> are also the stops that begin the next message), the eos <|endoftext|>, the reasoning, call
+	// and result blocks, the key/value tags, and the /nothink the 4.5/4.6 template appends to user messages for
+	// enable_thinking = false (a token of GLM's vocabulary too).
+	"glm-4.6":       glm,
+	"glm-4.7-flash": glm,
+	// Mistral Small 3.2 and Devstral (parser mistral), on Nemo's tekken vocabulary (Bases): Nemo has the older
+	// tekken control tokens as single tokens already; the tekken v7 ones their templates write ([SYSTEM_PROMPT],
+	// [TOOL_CONTENT], [ARGS], [CALL_ID], [IMG] for image blocks) are added.
+	"mistral-small-3.2": mistralV7,
+	"devstral-small":    mistralV7,
+}
+
+var (
+	glm = []string{
+		"[gMASK]", "<sop>", "<|system|>", "<|user|>", "<|assistant|>", "<|observation|>", "<|endoftext|>",
+		"<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>",
+		"<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "/nothink",
+	}
+	mistralV7 = []string{
+		"<s>", "</s>", "<unk>", "[INST]", "[/INST]", "[AVAILABLE_TOOLS]", "[/AVAILABLE_TOOLS]", "[TOOL_RESULTS]",
+		"[/TOOL_RESULTS]", "[TOOL_CALLS]",
+		"[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[TOOL_CONTENT]", "[ARGS]", "[CALL_ID]", "[IMG]",
+	}
+)
+
+// Bases names, per family whose stand-in is not built on Qwen3's vocabulary, the environment variable of the
+// set-up model folder whose tokenizer.json it starts from: Mistral Small 3.2 and Devstral start from Mistral
+// Nemo's tekken vocabulary, the same family's tokenizer a generation older.
+var Bases = map[string]string{
+	"mistral-small-3.2": "AGENTRT_MISTRAL_NEMO_MODEL",
+	"devstral-small":    "AGENTRT_MISTRAL_NEMO_MODEL",
+}
+
+// Base is the environment variable of the model folder whose vocabulary family's stand-in starts from: Bases',
+// else AGENTRT_QWEN3_MODEL.
+func Base(family string) string {
+	if env, ok := Bases[family]; ok {
+		return env
+	}
+	return "AGENTRT_QWEN3_MODEL"
 }
 
 // FamiliesDir is tito/testdata/families, the reference templates and tokenizer configs.
@@ -61,9 +105,9 @@ func FamiliesDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..", "tito", "testdata", "families")
 }
 
-// Dir writes the stand-in model folder of family into a fresh t.TempDir() and returns it: tokenizer.json
-// (Qwen3's, with the family's Tokens added as special tokens), the family's tokenizer_config.json and
-// chat_template.jinja. It fails the test when $AGENTRT_QWEN3_MODEL is unset, when the family has no Tokens, or
+// Dir writes the stand-in model folder of family into a fresh t.TempDir() and returns it: tokenizer.json (the
+// base's, Base(family), with the family's Tokens added as special tokens), the family's tokenizer_config.json and
+// chat_template.jinja. It fails the test when the base's variable is unset, when the family has no Tokens, or
 // when a listed token does not encode as one token of the folder's tokenizer.
 func Dir(t testing.TB, family string) string {
 	t.Helper()
@@ -71,9 +115,10 @@ func Dir(t testing.TB, family string) string {
 	if !ok {
 		t.Fatalf("standin: no control tokens listed for family %q", family)
 	}
-	base := os.Getenv("AGENTRT_QWEN3_MODEL")
+	env := Base(family)
+	base := os.Getenv(env)
 	if base == "" {
-		t.Fatalf("$AGENTRT_QWEN3_MODEL is not set (the stand-in vocabulary is Qwen3's): run `make setup` and `source ~/.cache/agentrt/env.sh`")
+		t.Fatalf("$%s is not set (the base of %s's stand-in vocabulary): run `make setup` and `source ~/.cache/agentrt/env.sh`", env, family)
 	}
 	data, err := os.ReadFile(filepath.Join(base, tito.FileTokenizer))
 	if err != nil {
@@ -150,7 +195,7 @@ func addSpecialTokens(data []byte, tokens []string) ([]byte, error) {
 	}
 	for _, s := range tokens {
 		if have[s] {
-			continue // already one token of the base vocabulary (Qwen3's <|im_end|>, <think>)
+			continue // already one token of the base vocabulary (Qwen3's <|im_end|>, <think>; Nemo's [INST])
 		}
 		if _, ok := model.Vocab[s]; ok {
 			continue

@@ -159,7 +159,7 @@ var Profiles = []Profile{
 		Unsupported: "the chat template has no tool-call format (tools are left to the prompt) and SGLang has no Gemma 3 parser",
 		Template:    []string{"<start_of_turn>", "<end_of_turn>"}, Tokens: []string{"<start_of_turn>"}},
 
-	// Mistral: [TOOL_CALLS] followed by a JSON list (Nemo) or NAME[ARGS]{...} (Small 3.2, Devstral).
+	// Mistral: [TOOL_CALLS] followed by a JSON list (Nemo), NAME[CALL_ID]ID[ARGS]{...} (Small 3.2) or NAME[ARGS]{...} (Devstral).
 	{Name: "mistral-small-3.2", Models: "Mistral-Small-3.2-24B-Instruct-2506", Parser: "mistral", Reasoning: ReasoningNone, CallIDs: CallIDAlnum9,
 		Template: []string{mistralCalls, "[CALL_ID]", "[SYSTEM_PROMPT]"}},
 	{Name: "devstral-small", Models: "Devstral-Small-2507", Parser: "mistral", Reasoning: ReasoningNone,

@@ -96,10 +96,11 @@ func TestSelfTestOnRealVocabularies(t *testing.T) {
 }
 
 // TestSelfTestOnStandIns: the families no reachable registry has a vocabulary for pass the self-test on their
-// stand-in vocabularies (internal/standin: Qwen3's, with the family's control tokens as single special tokens),
-// detected from the folder by their template, with the EOS token looked up as one id.
+// stand-in vocabularies (internal/standin: Qwen3's, or Nemo's tekken for Small 3.2 and Devstral, with the
+// family's control tokens as single special tokens), detected from the folder by their template, with the EOS
+// token looked up as one id and GLM's stops that begin the next message as extra stop ids.
 func TestSelfTestOnStandIns(t *testing.T) {
-	for _, fam := range []string{"kimi-k2", "minimax-m2", "seed-oss"} {
+	for _, fam := range []string{"kimi-k2", "minimax-m2", "seed-oss", "glm-4.6", "glm-4.7-flash", "mistral-small-3.2", "devstral-small"} {
 		m := standin.Model(t, fam)
 		d, r := CheckModel(m, nil, "", "", nil, nil)
 		if err := r.Err(); err != nil || d.Profile.Name != fam || d.By != "chat template" {
@@ -107,6 +108,10 @@ func TestSelfTestOnStandIns(t *testing.T) {
 		}
 		if len(m.StopIDs) != 1 || m.StopIDs[0] != mustID(t, m, m.EOSToken) {
 			t.Errorf("%s: stop ids %v, want the EOS %q's one id", fam, m.StopIDs, m.EOSToken)
+		}
+		p, _ := Lookup(fam)
+		if got := StopIDs(m, p); len(got) != len(p.Stops) {
+			t.Errorf("%s: extra stop ids %v, want one for each of %q", fam, got, p.Stops)
 		}
 	}
 }

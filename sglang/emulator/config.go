@@ -24,7 +24,8 @@ const (
 )
 
 // Tool-call formats accepted by Config.ToolFormat. They are SGLang's --tool-call-parser names, but for
-// mistral_nemo: SGLang's mistral parser reads both Mistral layouts, and the emulator needs to know which to write.
+// mistral_nemo and mistral_v11: SGLang's mistral parser reads every Mistral layout, and the emulator needs to know
+// which to write.
 const (
 	FormatHermes      = "hermes"       // <tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call> (Qwen2.5/Qwen3)
 	FormatQwen3Coder  = "qwen3_coder"  // <tool_call>\n<function=f>\n<parameter=k>\nv\n</parameter>\n</function>\n</tool_call>
@@ -32,17 +33,21 @@ const (
 	FormatSeedOSS     = "seed_oss"     // <seed:tool_call>\n<function=f>\n<parameter=k>v</parameter>\n</function>\n</seed:tool_call>
 	FormatDeepSeekV3  = "deepseekv3"   // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>f\n```json\n{...}\n```<｜tool▁call▁end｜>...
 	FormatDeepSeekV31 = "deepseekv31"  // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>f<｜tool▁sep｜>{...}<｜tool▁call▁end｜>...<｜tool▁calls▁end｜>
-	FormatMistral     = "mistral"      // [TOOL_CALLS]f[ARGS]{...} per call (Mistral Small 3.2, Devstral)
+	FormatMistral     = "mistral"      // [TOOL_CALLS]f[ARGS]{...} per call (Devstral; mistral-common's v13 tokenizers)
+	FormatMistralV11  = "mistral_v11"  // [TOOL_CALLS]f[CALL_ID]abcDEF123[ARGS]{...} per call (Mistral Small 3.2; mistral-common's v11; parser: mistral)
 	FormatMistralNemo = "mistral_nemo" // [TOOL_CALLS][{"name": "f", "arguments": {...}, "id": "abcDEF123"}, ...] (Mistral Nemo; parser: mistral)
 	FormatGPTOSS      = "gpt-oss"      // <|start|>assistant to=functions.f<|channel|>commentary json<|message|>{...}<|call|>, one call per turn
 	FormatPythonic    = "pythonic"     // [f(k="v"), g(n=1, b=True)] (Llama 4 pythonic)
 	FormatMiniMaxM2   = "minimax-m2"   // <minimax:tool_call>\n<invoke name="f">\n<parameter name="k">v</parameter>\n</invoke>\n</minimax:tool_call>
 	FormatKimiK2      = "kimi_k2"      // <|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>{...}<|tool_call_end|>...<|tool_calls_section_end|>
+	FormatGLM45       = "glm45"        // \n<tool_call>f\n<arg_key>k</arg_key>\n<arg_value>v</arg_value>\n</tool_call> per call (GLM-4.5/4.6)
+	FormatGLM47       = "glm47"        // <tool_call>f<arg_key>k</arg_key><arg_value>v</arg_value></tool_call> per call (GLM-4.7)
 )
 
 // ToolFormats are the values Config.ToolFormat accepts besides "".
 var ToolFormats = []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2,
-	FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic}
+	FormatGLM45, FormatGLM47, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralV11, FormatMistralNemo,
+	FormatGPTOSS, FormatPythonic}
 
 // Latency is the emulator's timing model. A request spends Fixed + PerPromptToken × (prompt tokens not in the
 // prefix cache) in prefill, then PerOutputToken per generated token. Zero values mean no delay.
@@ -211,8 +216,9 @@ type Config struct {
 	// WrongAnswerRate is the fraction of final answers after tool results that report a wrong value for the
 	// last expression (a slip, as a sampled model makes), so that a correctness reward varies within a group.
 	WrongAnswerRate float64 `toml:"wrong_answer_rate"`
-	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML only, and
-	// never when the generation prompt already closed the think block).
+	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML and DeepSeek
+	// prompts, never when the generation prompt already closed the think block; where it opened it, the reply
+	// reasons and closes it).
 	ThinkRate float64 `toml:"think_rate"`
 	// IgnoreRID makes replies independent of the client's rid (see doc.go, Determinism): two clients that send
 	// the same prompts get the same replies whatever rids they use, as the side-by-side benchmark needs; samples

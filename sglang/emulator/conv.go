@@ -16,6 +16,7 @@ const (
 	chatKimi     = "kimi"     // Kimi K2: <|im_system|>tool_declare<|im_middle|>[tools]<|im_end|>, <|im_user|>user<|im_middle|>...<|im_end|>
 	chatMiniMax  = "minimax"  // MiniMax-M2: ]~!b[]~b]system\n...[e~[\n]~b]user\n...[e~[\n]~b]ai\n...
 	chatSeed     = "seed"     // Seed-OSS: <seed:bos>role\n...<seed:eos>
+	chatGLM      = "glm"      // GLM-4.5/4.6/4.7: [gMASK]<sop><|system|>\n...<|user|>\n...<|assistant|>\n...<|observation|>\n<tool_response>...
 	chatNone     = "none"
 )
 
@@ -99,6 +100,9 @@ func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 	case strings.Contains(text, seedBOS):
 		c.format = chatSeed
 		c.messages, c.open = splitSeed(text)
+	case strings.Contains(text, glmPrefix):
+		c.format = chatGLM
+		c.messages, c.open = splitGLM(text)
 	default:
 		c.messages = []message{{role: "user", content: text}}
 	}
@@ -805,4 +809,67 @@ func scanSeedTools(s string) []toolSpec {
 		out = append(out, t)
 	}
 	return out
+}
+
+// GLM's markers (GLM-4.5, 4.6 and 4.7 alike).
+const (
+	glmPrefix      = "[gMASK]<sop>"
+	glmSystem      = "<|system|>"
+	glmUser        = "<|user|>"
+	glmAssistant   = "<|assistant|>"
+	glmObservation = "<|observation|>"
+	glmNoThink     = "/nothink"
+)
+
+// splitGLM splits a GLM prompt into messages. A message opens with its role token (<|system|>, <|user|>,
+// <|assistant|>, <|observation|> for tool results) and runs to the next one: GLM writes no end-of-turn token (the
+// model stops on the token that begins the next message). GLM-4.5/4.6 write a newline after the role token, 4.7
+// none: one leading newline is dropped. The /nothink GLM-4.5/4.6 append to a user message for enable_thinking =
+// false is dropped too. An observation holds one <tool_response>...</tool_response> per result: each is a tool
+// message of its own. A trailing assistant message is the generation prompt.
+func splitGLM(text string) (msgs []message, open *message) {
+	roles := map[string]string{glmSystem: "system", glmUser: "user", glmAssistant: "assistant", glmObservation: "tool"}
+	next := func(s string) (int, string) {
+		at, mk := -1, ""
+		for m := range roles {
+			if i := strings.Index(s, m); i >= 0 && (at < 0 || i < at) {
+				at, mk = i, m
+			}
+		}
+		return at, mk
+	}
+	for {
+		at, mk := next(text)
+		if at < 0 {
+			return msgs, open
+		}
+		text = text[at+len(mk):]
+		body := text
+		j, _ := next(text)
+		if j >= 0 {
+			body, text = text[:j], text[j:]
+		} else {
+			text = ""
+		}
+		m := message{role: roles[mk], content: strings.TrimPrefix(body, "\n")}
+		switch {
+		case m.role == "assistant" && j < 0:
+			open = &m
+		case m.role == "user":
+			m.content = strings.TrimSuffix(m.content, glmNoThink)
+			msgs = append(msgs, m)
+		case m.role == "tool" && strings.Contains(m.content, "<tool_response>"):
+			for rest := m.content; ; {
+				_, after, ok := strings.Cut(rest, "<tool_response>")
+				if !ok {
+					break
+				}
+				var result string
+				result, rest, _ = strings.Cut(after, "</tool_response>")
+				msgs = append(msgs, message{role: "tool", content: strings.TrimSuffix(strings.TrimPrefix(result, "\n"), "\n")})
+			}
+		default:
+			msgs = append(msgs, m)
+		}
+	}
 }

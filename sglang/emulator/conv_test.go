@@ -115,6 +115,9 @@ func TestSplitMistral(t *testing.T) {
 		{"small 3.2", "<s>[SYSTEM_PROMPT]Be careful.[/SYSTEM_PROMPT][AVAILABLE_TOOLS][" + calcToolJSON + "][/AVAILABLE_TOOLS][INST]What is 12*7?[/INST]" +
 			`[TOOL_CALLS]calculator[CALL_ID]abcDEF123[ARGS]{"expression": "12*7"}</s>[TOOL_RESULTS]abcDEF123[TOOL_CONTENT]84[/TOOL_RESULTS]`,
 			[]string{"system", "tools", "user", "assistant", "tool"}, true, "What is 12*7?", []string{"84"}, []string{"calculator"}},
+		{"devstral", "<s>[SYSTEM_PROMPT]Be careful.[/SYSTEM_PROMPT][AVAILABLE_TOOLS][" + calcToolJSON + "][/AVAILABLE_TOOLS][INST]What is 12*7?[/INST]" +
+			`[TOOL_CALLS]calculator[ARGS]{"expression": "12*7"}[TOOL_CALLS]calculator[ARGS]{"expression": "1+1"}</s>[TOOL_RESULTS]84[/TOOL_RESULTS][TOOL_RESULTS]2[/TOOL_RESULTS]`,
+			[]string{"system", "tools", "user", "assistant", "tool", "tool"}, true, "What is 12*7?", []string{"84", "2"}, []string{"calculator"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := parseConversation(tc.text, nil)
@@ -138,8 +141,10 @@ func TestSplitMistral(t *testing.T) {
 	}
 }
 
-// Kimi K2, MiniMax-M2 and Seed-OSS prompts as their templates render them split into messages: the tool list,
-// the task, assistant turns, each tool result (out of its wrapping) and the open generation prompt.
+// Kimi K2, MiniMax-M2, Seed-OSS and GLM prompts as their templates render them split into messages: the tool
+// list, the task, assistant turns, each tool result (out of its wrapping) and the open generation prompt. GLM's
+// messages have no end token: each runs to the next role token (<|observation|> for the results), without the
+// newline GLM-4.5/4.6 write after the role token and the /nothink they append to a user message.
 func TestSplitFamilyLayouts(t *testing.T) {
 	for _, tc := range []struct {
 		name, text, format string
@@ -165,6 +170,17 @@ func TestSplitFamilyLayouts(t *testing.T) {
 			chatSeed, []string{"system", "user", "assistant", "tool"}, "", []string{"84"}},
 		{"seed answered", "<seed:bos>user\nWhat is 12*7?<seed:eos><seed:bos>assistant\nIt is 84.<seed:eos>",
 			chatSeed, []string{"user", "assistant"}, "-", nil},
+		{"glm-4.6 after results", "[gMASK]<sop><|system|>\n# Tools\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" + calcToolJSON +
+			"\n</tools>\n\nFor each function call, output the function name and arguments within the following XML format:\n<tool_call>{function-name}\n...\n</tool_call>" +
+			"<|system|>\nS<|user|>\nWhat is 12*7?/nothink<|assistant|>\n<think></think>\n<tool_call>calculator\n<arg_key>expression</arg_key>\n<arg_value>12*7</arg_value>\n</tool_call>" +
+			"<|observation|>\n<tool_response>\n84\n</tool_response>\n<tool_response>\nError: no\n</tool_response><|assistant|>\n<think></think>",
+			chatGLM, []string{"system", "system", "user", "assistant", "tool", "tool"}, "<think></think>", []string{"84", "Error: no"}},
+		{"glm-4.7 first prompt, thinking", "[gMASK]<sop><|system|>\n# Tools\n\n<tools>\n" + calcToolJSON + "\n</tools>\n\n<tool_call>{function-name}<arg_key>...</tool_call>" +
+			"<|user|>What is 12*7?<|assistant|><think>",
+			chatGLM, []string{"system", "user"}, "<think>", nil},
+		{"glm-4.7 answered", "[gMASK]<sop><|user|>What is 12*7?<|assistant|></think><tool_call>calculator<arg_key>expression</arg_key><arg_value>12*7</arg_value></tool_call>" +
+			"<|observation|><tool_response>84</tool_response><|assistant|></think>It is 84.<|user|>What is 12*7?",
+			chatGLM, []string{"user", "assistant", "tool", "assistant", "user"}, "-", []string{"84"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := parseConversation(tc.text, nil)

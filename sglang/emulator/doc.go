@@ -74,22 +74,26 @@
 // <｜User｜>/<｜Assistant｜> turns and tool outputs; Mistral's [INST]...[/INST] turns and [TOOL_RESULTS], Nemo's
 // {"content": ..., "call_id": ...} or Small 3.2's ID[TOOL_CONTENT]...; Kimi K2's <|im_user|>user<|im_middle|>...
 // <|im_end|> messages and "## Return of ID" tool results; MiniMax-M2's ]~b]role\n...[e~[ messages and
-// <response> tool results; Seed-OSS's <seed:bos>role\n...<seed:eos>), reads the tool specs (Qwen's and
-// MiniMax-M2's <tools> block, the JSON of Llama 3's tool preamble, gpt-oss's TypeScript signatures, the JSON or
+// <response> tool results; Seed-OSS's <seed:bos>role\n...<seed:eos>; GLM's [gMASK]<sop><|system|>...<|user|>...
+// <|assistant|>... messages, which no token ends, and <|observation|> tool results), reads the tool specs (Qwen's,
+// MiniMax-M2's and GLM's <tools> block, the JSON of Llama 3's tool preamble, gpt-oss's TypeScript signatures, the JSON or
 // "### NAME ... Parameters:" blocks of SGLang's DeepSeek templates, Mistral's [AVAILABLE_TOOLS] list, Kimi K2's
 // tool_declare JSON, Seed-OSS's Python signatures) and the user task (Nemo's template writes the system prompt
 // into it). With a calculator-like tool (a parameter named
 // "expression", or a name containing calc/math/eval) it calls it for every arithmetic expression of the task,
 // in one turn (parallel calls) or over several, in Config.ToolFormat (hermes, qwen3_coder, llama3, seed_oss,
-// minimax-m2, kimi_k2, deepseekv3, deepseekv31, mistral, mistral_nemo, gpt-oss, pythonic; llama3 and gpt-oss make
-// one call per turn; kimi_k2 names each call functions.NAME:N, N counting the conversation's calls, as Kimi K2 does; mistral_nemo writes Nemo's list with a 9-character id per call, drawn like the rest of the reply;
+// minimax-m2, kimi_k2, glm45, glm47, deepseekv3, deepseekv31, mistral, mistral_v11, mistral_nemo, gpt-oss, pythonic;
+// llama3 and gpt-oss make one call per turn; kimi_k2 names each call functions.NAME:N, N counting the
+// conversation's calls, as Kimi K2 does; mistral_nemo writes Nemo's list with a 9-character id per call, and
+// mistral_v11 Small 3.2's [CALL_ID] with one, drawn like the rest of the reply; a reply to a GLM prompt ends on the
+// token that begins the next message, <|observation|> after calls and <|user|> after an answer, as GLM's do;
 // seed_oss reasons in <seed:think>, gpt-oss in an analysis message; gpt-oss calls are written as its chat
 // template writes them, the first one continuing the generation prompt's "<|start|>assistant"); without a calculator but with a Python tool (a "code" parameter, or "python" in the name) it sends one program that prints each expression and boxes the last printed value in its answer; with
 // another tool it calls the first tool once with arguments made from its schema; once
 // the calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."), saying a result
 // that is an error ("Error: ...") could not be computed rather than quoting it. Without tools it answers in a
-// few sentences. Config.ThinkRate adds a <think> block (ChatML); where MiniMax-M2's generation prompt opens
-// <think>, every reply reasons a sentence (Config.ThinkWords more) and closes it first; Config.WrongAnswerRate makes a final answer
+// few sentences. Config.ThinkRate adds a <think> block (ChatML, DeepSeek); where MiniMax-M2's or GLM-4.7's generation prompt
+// opens <think> (or GLM-4.5/4.6's is a bare <|assistant|>, thinking on), every reply reasons a sentence (Config.ThinkWords more) and closes it first; Config.WrongAnswerRate makes a final answer
 // misreport the last value (an integer off by one), so a correctness reward varies within a group. The scripted
 // policy replies from a Script (ParseScript), keyed per conversation and indexed by turn.
 //

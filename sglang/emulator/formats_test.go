@@ -20,8 +20,8 @@ func TestRenderCallsRoundTrip(t *testing.T) {
 		{name: "calculator", args: []kv{{"expression", "(3+4)/2"}}},
 		{name: "search", args: []kv{{"query", "weather in Paris"}, {"topn", 3}, {"exact", true}}},
 	}
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatDeepSeekV3, FormatDeepSeekV31,
-		FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatGLM45, FormatGLM47,
+		FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralV11, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
 		t.Run(format, func(t *testing.T) {
 			p, err := parsers.New(formatParser(format))
 			if err != nil {
@@ -68,9 +68,9 @@ func TestRenderCallsRoundTrip(t *testing.T) {
 }
 
 // formatParser is the name of the built-in parser that reads a tool-call format: the format's own name, but for
-// mistral_nemo (SGLang's mistral parser reads both Mistral layouts).
+// mistral_nemo and mistral_v11 (SGLang's mistral parser reads every Mistral layout).
 func formatParser(format string) string {
-	if format == FormatMistralNemo {
+	if format == FormatMistralNemo || format == FormatMistralV11 {
 		return FormatMistral
 	}
 	return format
@@ -191,13 +191,50 @@ func TestKimiK2Calls(t *testing.T) {
 	}
 }
 
-// The three layouts below are written as the families' reference chat templates render a system prompt, the
+// TestGLMAndMistralV11Calls: glm45, glm47 and mistral_v11 calls are written as the GLM-4.6, GLM-4.7 and Mistral
+// Small 3.2 chat templates render them (string values raw, others as JSON; Small 3.2 with each call's id), and a
+// reply to a GLM prompt starts as GLM-4.5/4.6 do (a newline) and ends on the stop that begins the next message.
+func TestGLMAndMistralV11Calls(t *testing.T) {
+	cs := []call{{name: "calculator", args: []kv{{"expression", "2 + 3"}}, id: "Abc123Def"},
+		{name: "calculator", args: []kv{{"expression", "4*4"}, {"n", 3}}, id: "Xbc123Def"}}
+	for _, tc := range []struct{ format, want string }{
+		{FormatGLM45, "\n<tool_call>calculator\n<arg_key>expression</arg_key>\n<arg_value>2 + 3</arg_value>\n</tool_call>" +
+			"\n<tool_call>calculator\n<arg_key>expression</arg_key>\n<arg_value>4*4</arg_value>\n<arg_key>n</arg_key>\n<arg_value>3</arg_value>\n</tool_call>"},
+		{FormatGLM47, "<tool_call>calculator<arg_key>expression</arg_key><arg_value>2 + 3</arg_value></tool_call>" +
+			"<tool_call>calculator<arg_key>expression</arg_key><arg_value>4*4</arg_value><arg_key>n</arg_key><arg_value>3</arg_value></tool_call>"},
+		{FormatMistralV11, `[TOOL_CALLS]calculator[CALL_ID]Abc123Def[ARGS]{"expression": "2 + 3"}[TOOL_CALLS]calculator[CALL_ID]Xbc123Def[ARGS]{"expression": "4*4", "n": 3}`},
+	} {
+		if got := renderCalls(tc.format, cs, -1); got != tc.want {
+			t.Errorf("%s calls:\n got %q\nwant %q", tc.format, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		format   string
+		calling  bool
+		in, want string
+	}{
+		{FormatGLM45, true, "\n<tool_call>f\n</tool_call>", "\n<tool_call>f\n</tool_call><|observation|>"},
+		{FormatGLM45, false, "It is 5.", "\nIt is 5.<|user|>"},
+		{FormatGLM47, false, "It is 5.", "It is 5.<|user|>"},
+		{FormatGLM45, false, "<think>Easy.</think>It is 5.", "\n<think>Easy.</think>\nIt is 5.<|user|>"},
+		{FormatGLM45, true, "<think>Easy.</think>\n<tool_call>f\n</tool_call>", "\n<think>Easy.</think>\n<tool_call>f\n</tool_call><|observation|>"},
+	} {
+		if got := glmTurn(tc.in, tc.format, tc.calling); got != tc.want {
+			t.Errorf("glmTurn(%q, %s, %v) = %q, want %q", tc.in, tc.format, tc.calling, got, tc.want)
+		}
+	}
+}
+
+// The layouts below are written as the families' reference chat templates render a system prompt, the
 // calculator and a task (tito/testdata/families; TestFamilyEpisodes in runtime runs them on the real templates),
 // and what the agent loop appends after a turn: the turn's end, the tool results and the generation prompt.
 var familyLayouts = []struct {
 	name, format, layout string
 	first                func(task string) string
 	after                func(results []string) string
+	// ends are the texts a reply ends with after calls and after an answer (GLM's stops that begin the next
+	// message, which the agent keeps); "" for the families whose stop is the EOS the emulator appends.
+	ends [2]string
 }{
 	{"kimi-k2", FormatKimiK2, chatKimi,
 		func(task string) string {
@@ -210,7 +247,7 @@ var familyLayouts = []struct {
 				s += fmt.Sprintf(`<|im_system|>tool<|im_middle|>## Return of call_%04d\n%s<|im_end|>`, i, r) // `\n`: two characters, as the template writes it
 			}
 			return s + "<|im_assistant|>assistant<|im_middle|>"
-		}},
+		}, [2]string{}},
 	{"minimax-m2", FormatMiniMaxM2, chatMiniMax,
 		func(task string) string {
 			var fn struct{ Function json.RawMessage }
@@ -226,7 +263,7 @@ var familyLayouts = []struct {
 				s += "\n<response>" + r + "</response>"
 			}
 			return s + "[e~[\n]~b]ai\n<think>\n"
-		}},
+		}, [2]string{}},
 	{"seed-oss", FormatSeedOSS, chatSeed,
 		func(task string) string {
 			return "<seed:bos>system\nBe careful.\n\nFunction:\ndef calculator(expression: str):\n    \"\"\"\n    Evaluate an arithmetic expression\n\n    Args:\n" +
@@ -239,13 +276,65 @@ var familyLayouts = []struct {
 				s += "<seed:bos>tool\n" + r + "<seed:eos>"
 			}
 			return s + "<seed:bos>assistant\n"
-		}},
+		}, [2]string{}},
+	{"glm-4.6", FormatGLM45, chatGLM,
+		func(task string) string {
+			return "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+				"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" + calcToolJSON + "\n</tools>\n\n" +
+				"For each function call, output the function name and arguments within the following XML format:\n<tool_call>{function-name}\n" +
+				"<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}</arg_value>\n...\n</tool_call><|system|>\nBe careful.<|user|>\n" + task +
+				"/nothink<|assistant|>\n<think></think>"
+		},
+		func(results []string) string {
+			s := "" // the reply ended on <|observation|>, the tool message's start
+			for _, r := range results {
+				s += "\n<tool_response>\n" + r + "\n</tool_response>"
+			}
+			return s + "<|assistant|>\n<think></think>"
+		}, [2]string{"<|observation|>", "<|user|>"}},
+	{"glm-4.7-flash", FormatGLM47, chatGLM, // thinking on: the generation prompt opens <think>
+		func(task string) string {
+			return "[gMASK]<sop><|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n" +
+				"You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n" + calcToolJSON + "\n</tools>\n\n" +
+				"For each function call, output the function name and arguments within the following XML format:\n<tool_call>{function-name}" +
+				"<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}</arg_value>...</tool_call><|system|>Be careful.<|user|>" + task + "<|assistant|><think>"
+		},
+		func(results []string) string {
+			s := ""
+			for _, r := range results {
+				s += "<tool_response>" + r + "</tool_response>"
+			}
+			return s + "<|assistant|><think>"
+		}, [2]string{"<|observation|>", "<|user|>"}},
+	{"mistral-small-3.2", FormatMistralV11, chatMistral,
+		func(task string) string {
+			return "<s>[SYSTEM_PROMPT]Be careful.[/SYSTEM_PROMPT][AVAILABLE_TOOLS][" + calcToolJSON + "][/AVAILABLE_TOOLS][INST]" + task + "[/INST]"
+		},
+		func(results []string) string {
+			s := "</s>"
+			for _, r := range results {
+				s += "[TOOL_RESULTS]abcDEF123[TOOL_CONTENT]" + r + "[/TOOL_RESULTS]"
+			}
+			return s
+		}, [2]string{}},
+	{"devstral-small", FormatMistral, chatMistral,
+		func(task string) string {
+			return "<s>[SYSTEM_PROMPT]Be careful.[/SYSTEM_PROMPT][AVAILABLE_TOOLS][" + calcToolJSON + "][/AVAILABLE_TOOLS][INST]" + task + "[/INST]"
+		},
+		func(results []string) string {
+			s := "</s>"
+			for _, r := range results {
+				s += "[TOOL_RESULTS]" + r + "[/TOOL_RESULTS]"
+			}
+			return s
+		}, [2]string{}},
 }
 
-// TestAgenticFamilyLayouts: on prompts in Kimi K2's, MiniMax-M2's and Seed-OSS's layouts the agentic policy finds
-// the calculator, calls it in the family's format (read back by the family's parser) for each expression, reads
-// the results the loop appends and answers with them. MiniMax-M2's generation prompt opens <think>: every reply
-// reasons, then closes it.
+// TestAgenticFamilyLayouts: on prompts in Kimi K2's, MiniMax-M2's, Seed-OSS's, GLM's and Mistral Small 3.2's and
+// Devstral's layouts the agentic policy finds the calculator, calls it in the family's format (read back by the
+// family's parser) for each expression, reads the results the loop appends and answers with them. MiniMax-M2's
+// and GLM-4.7's (thinking) generation prompts open <think>: every reply reasons, then closes it. A GLM reply ends
+// on <|observation|> after calls and on <|user|> after an answer.
 func TestAgenticFamilyLayouts(t *testing.T) {
 	for _, fl := range familyLayouts {
 		t.Run(fl.name, func(t *testing.T) {
@@ -263,15 +352,24 @@ func TestAgenticFamilyLayouts(t *testing.T) {
 						t.Fatalf("seed %d turn %d: layout %s, task %q, tools %+v", seed, turn, c.format, c.task(), c.tools)
 					}
 					reply := s.agentic(c, rand.New(rand.NewPCG(seed, uint64(turn))))
-					if fl.format == FormatMiniMaxM2 && !strings.Contains(reply, "\n</think>\n\n") {
-						t.Fatalf("seed %d turn %d: %q does not close the think block the prompt opened", seed, turn, reply)
+					if strings.HasSuffix(c.open.content, "<think>\n") || strings.HasSuffix(c.open.content, "<think>") {
+						if !strings.Contains(reply, ".\n</think>\n\n") && !strings.Contains(reply, ".</think>") { // GLM's: as its template writes it back
+							t.Fatalf("seed %d turn %d: %q does not close the think block the prompt opened", seed, turn, reply)
+						}
 					}
 					calls, err := parseWithParser(fl.format, reply)
 					if err != nil {
 						t.Fatalf("seed %d turn %d: %v", seed, turn, err)
 					}
+					end := fl.ends[1] // after an answer
+					if len(calls) > 0 {
+						end = fl.ends[0]
+					}
+					if !strings.HasSuffix(reply, end) {
+						t.Fatalf("seed %d turn %d: %q does not end with %q", seed, turn, reply, end)
+					}
 					if len(calls) == 0 {
-						final = reply
+						final = strings.TrimSuffix(reply, end)
 						break
 					}
 					parallel = parallel || len(calls) > 1

@@ -177,7 +177,7 @@ type kv struct {
 type call struct {
 	name string
 	args []kv
-	id   string // the call id the format writes (mistral_nemo), "" for one derived from the call
+	id   string // the call id the format writes (mistral_nemo, mistral_v11), "" for one derived from the call
 	// prior is the number of calls in the conversation's earlier turns: kimi_k2 ids count on from it
 	// (functions.NAME:N, N the conversation's call counter, as Kimi K2 writes them).
 	prior int
@@ -211,7 +211,7 @@ func hashString(s string) uint64 {
 // answer with the last printed value in \boxed{}; a call to the first tool when there is no arithmetic; then a
 // final answer built from the tool results. Which calls are done is read from the conversation, so every turn of
 // an episode agrees with the earlier ones whatever rng draws.
-func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
+func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 	format := s.cfg.ToolFormat
 	if format == "" {
 		format = FormatHermes
@@ -219,18 +219,32 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 			format = FormatLlama3
 		}
 	}
+	calling := false // the reply makes tool calls
+	if c.format == chatGLM {
+		defer func() { reply = glmTurn(reply, format, calling) }()
+	}
 	task := c.task()
 	turn := c.assistantTurns()
-	var think string
+	var think, open string
+	if c.open != nil {
+		open = c.open.content
+	}
 	thinking := false // the reply starts in a think block, which it closes before its calls or answer
 	switch {
-	case c.format == chatML && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
-		(c.open == nil || !strings.Contains(c.open.content, thinkClose(format))):
-		think, thinking = thinkOpen(format)+"\n"+thinkFiller(s.cfg.ThinkWords, rng), true
-	case c.format == chatMiniMax && c.open != nil && strings.Contains(c.open.content, thinkOpen(format)) &&
-		!strings.Contains(c.open.content, thinkClose(format)):
-		// MiniMax-M2's generation prompt opens <think>: the model reasons, then closes it.
+	case (c.format == chatML || c.format == chatDeepSeek) && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate &&
+		!strings.Contains(open, thinkClose(format)):
 		think, thinking = thinkFiller(s.cfg.ThinkWords, rng), true
+		if !strings.Contains(open, thinkOpen(format)) { // else the generation prompt opened it (QwQ, V3.1 thinking)
+			think = thinkOpen(format) + "\n" + think
+		}
+	case (c.format == chatMiniMax || c.format == chatGLM) && c.open != nil && strings.Contains(c.open.content, thinkOpen(format)) &&
+		!strings.Contains(c.open.content, thinkClose(format)):
+		// MiniMax-M2's generation prompt opens <think> (GLM-4.7's too, with thinking on): the model reasons, then
+		// closes it.
+		think, thinking = thinkFiller(s.cfg.ThinkWords, rng), true
+	case c.format == chatGLM && format == FormatGLM45 && c.open != nil && strings.TrimSpace(open) == "":
+		// GLM-4.5/4.6 with thinking on: the generation prompt is a bare <|assistant|>, and the model opens <think>.
+		think, thinking = thinkOpen(format)+thinkFiller(s.cfg.ThinkWords, rng), true
 	}
 	calc, param, hasCalc := calculatorTool(c.tools)
 	py, pyParam, hasPy := codeTool(c.tools)
@@ -265,13 +279,14 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	}
 	if len(cs) > 0 {
 		if thinking {
-			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.\n%s\n\n", cs[0].name, len(cs), thinkClose(format))
+			think += fmt.Sprintf("I need to call %s %d time(s) to answer this.", cs[0].name, len(cs)) + thinkEnd(c, format)
 		}
 		malformed := -1
 		if s.cfg.MalformedRate > 0 && rng.Float64() < s.cfg.MalformedRate {
 			malformed = rng.IntN(3)
 		}
-		if format == FormatMistralNemo {
+		calling = true
+		if format == FormatMistralNemo || format == FormatMistralV11 {
 			for i := range cs { // drawn last, so that the other draws are those of any format
 				cs[i].id = mistralCallID(rng.Uint64())
 			}
@@ -296,7 +311,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 		return think + out
 	}
 	if thinking {
-		think += "I have what I need to answer.\n" + thinkClose(format) + "\n\n"
+		think += "I have what I need to answer." + thinkEnd(c, format)
 	}
 	results := c.toolResults()
 	// A slip: the final answer misreports the last value (drawn only when the rate is set, so that other draws
@@ -336,6 +351,28 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) string {
 	return think + plainAnswer(task, rng)
 }
 
+// glmTurn is a reply to a GLM prompt as the model writes it: GLM-4.5/4.6 (glm45) start their text with a newline
+// after the generation prompt's <|assistant|> or <think></think>, and another after their reasoning's </think>
+// (4.7 write none), and the turn ends on the token
+// that begins the next message, as the real models end it: <|observation|> after tool calls, <|user|> after an
+// answer. Both are stop ids of the GLM models (generation_config.json's eos_token_id, the profile's Stops), so
+// the reply ends there; a client that does not send them as stop_token_ids gets them followed by StopIDs[0].
+func glmTurn(reply, format string, calling bool) string {
+	if format == FormatGLM45 {
+		// \n<think>REASONING</think>\nCONTENT, as the GLM-4.5/4.6 template writes a turn
+		if i := strings.Index(reply, thinkClose(format)) + len(thinkClose(format)); i >= len(thinkClose(format)) && !strings.HasPrefix(reply[i:], "\n") {
+			reply = reply[:i] + "\n" + reply[i:]
+		}
+		if !strings.HasPrefix(reply, "\n") {
+			reply = "\n" + reply
+		}
+	}
+	if calling {
+		return reply + glmObservation
+	}
+	return reply + glmUser
+}
+
 // calledExpressions reports which of exprs earlier assistant turns already passed to the calculator's param,
 // found by the argument as renderCalls writes it in any format (a JSON `"param": "expr"`, or qwen3_coder's
 // <parameter=param> block). A malformed call counts as made, as a model does not repeat it; an expression
@@ -363,6 +400,8 @@ func calledExpressions(c *conversation, param string, exprs []string) []bool {
 				strings.Count(text, "<parameter="+param+">\n"+e+"\n</parameter>") +
 				strings.Count(text, "<parameter="+param+">"+e+"</parameter>") +
 				strings.Count(text, `<parameter name="`+param+`">`+e+"</parameter>") +
+				strings.Count(text, "<arg_key>"+param+"</arg_key>\n<arg_value>"+e+"</arg_value>") + // glm45
+				strings.Count(text, "<arg_key>"+param+"</arg_key><arg_value>"+e+"</arg_value>") + // glm47
 				strings.Count(text, param+"="+v) // pythonic
 		}
 		if n > 0 {
@@ -638,8 +677,9 @@ func renderCalls(format string, cs []call, malformed int) string {
 				j = j[:len(j)-1]
 			}
 			parts[i] = j
-		case FormatMistral:
-			// As the Mistral Small 3.2 template writes a call.
+		case FormatMistral, FormatMistralV11:
+			// As the Devstral template (mistral) and the Mistral Small 3.2 one (mistral_v11, with the call's
+			// 9-character id) write a call.
 			j := pyJSON(c.args)
 			if bad && malformed == 0 {
 				j = j[:len(j)-1]
@@ -648,7 +688,33 @@ func renderCalls(format string, cs []call, malformed int) string {
 			if bad && malformed == 1 {
 				sep = ""
 			}
+			if format == FormatMistralV11 {
+				id := c.id
+				if id == "" {
+					id = mistralCallID(hashString(name) ^ uint64(i))
+				}
+				sep = "[CALL_ID]" + id + sep
+			}
 			parts[i] = "[TOOL_CALLS]" + name + sep + j
+		case FormatGLM45, FormatGLM47:
+			// As the GLM templates write a call: string values raw, others as JSON; 4.5/4.6 with newlines.
+			nl := ""
+			if format == FormatGLM45 {
+				nl = "\n"
+			}
+			var b strings.Builder
+			b.WriteString(nl + "<tool_call>" + name)
+			for k, a := range c.args {
+				v := "<arg_value>" + valueText(a.v, false) + "</arg_value>"
+				if bad && malformed == 0 && k == 0 {
+					v = valueText(a.v, false) // a value without its tags
+				}
+				b.WriteString(nl + "<arg_key>" + a.k + "</arg_key>" + nl + v)
+			}
+			if !(bad && malformed == 1) {
+				b.WriteString(nl + "</tool_call>")
+			}
+			parts[i] = b.String()
 		case FormatGPTOSS:
 			// As the gpt-oss chat template writes a call: recipient before the channel, bare json content type.
 			j := pyJSON(c.args)
@@ -703,7 +769,7 @@ func renderCalls(format string, cs []call, malformed int) string {
 		return strings.Join(parts, "")
 	case FormatLlama3:
 		return strings.Join(parts, "; ")
-	case FormatMistral:
+	case FormatMistral, FormatMistralV11, FormatGLM45, FormatGLM47:
 		return strings.Join(parts, "")
 	case FormatMistralNemo:
 		if malformed == 1 {
@@ -739,6 +805,15 @@ func thinkClose(format string) string {
 		return "<|end|>"
 	}
 	return "</think>"
+}
+
+// thinkEnd closes a think block: on a line of its own, a blank line after it; for GLM as its templates write a
+// turn's reasoning back (<think>REASONING</think>CONTENT, stripped).
+func thinkEnd(c *conversation, format string) string {
+	if c.format == chatGLM {
+		return thinkClose(format)
+	}
+	return "\n" + thinkClose(format) + "\n\n"
 }
 
 // thinkFiller is n words of plausible reasoning, then a newline (nothing for n = 0).

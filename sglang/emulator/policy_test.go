@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"regexp"
 	"slices"
 	"strconv"
@@ -59,7 +60,8 @@ func parseCalls(format, text string) ([]parsedCall, error) {
 			}
 			out = append(out, c)
 		}
-	case FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic:
+	case FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatGLM45, FormatGLM47, FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralV11,
+		FormatMistralNemo, FormatGPTOSS, FormatPythonic:
 		return parseWithParser(format, text)
 	case FormatLlama3:
 		t := strings.TrimPrefix(strings.TrimSpace(text), "<|python_tag|>")
@@ -218,8 +220,8 @@ func runEpisode(t *testing.T, url string, m *testModel, format, task, episodeID 
 
 func TestAgenticFormats(t *testing.T) {
 	task := "Compute 12*7, then (3+4)/2 and 100-58 for me."
-	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatDeepSeekV3,
-		FormatDeepSeekV31, FormatMistral, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
+	for _, format := range []string{FormatHermes, FormatQwen3Coder, FormatLlama3, FormatSeedOSS, FormatMiniMaxM2, FormatKimiK2, FormatGLM45, FormatGLM47,
+		FormatDeepSeekV3, FormatDeepSeekV31, FormatMistral, FormatMistralV11, FormatMistralNemo, FormatGPTOSS, FormatPythonic} {
 		t.Run(format, func(t *testing.T) {
 			m := qwen(t)
 			if format == FormatLlama3 {
@@ -304,6 +306,21 @@ func TestAgenticThink(t *testing.T) {
 	g = generate(t, url, map[string]any{"input_ids": m.Tokenizer.Encode(p, false)})
 	if strings.Contains(g.Text, "<think>") {
 		t.Errorf("think after a closed think block: %q", g.Text)
+	}
+	// one the generation prompt opened (QwQ) is reasoned in and closed, not opened a second time
+	p = qwenPrompt("x", "What is 6*7?", calcToolJSON) + "<think>\n"
+	g = generate(t, url, map[string]any{"input_ids": m.Tokenizer.Encode(p, false)})
+	if strings.Contains(g.Text, "<think>") || !strings.Contains(g.Text, "\n</think>\n\n<tool_call>") {
+		t.Errorf("think after an opened think block: %q", g.Text)
+	}
+	// DeepSeek prompts (R1 with SGLang's V3 tool template) reason too
+	cfg.ThinkWords, cfg.ToolFormat = 0, FormatDeepSeekV3
+	s := &Server{cfg: cfg}
+	ds := "<｜begin▁of▁sentence｜>Be careful.\n\n## Tools\n\n### Function\n\nYou have the following functions available:\n\n- `calculator`:\n```json\n" +
+		calcToolJSON + "\n```<｜User｜>What is 6*7?<｜Assistant｜>"
+	if got := s.agentic(parseConversation(ds, nil), rand.New(rand.NewPCG(1, 2))); !strings.HasPrefix(got, "<think>\n") ||
+		!strings.Contains(got, "\n</think>\n\n<｜tool▁calls▁begin｜>") {
+		t.Errorf("think on a DeepSeek prompt: %q", got)
 	}
 }
 
