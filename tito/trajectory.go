@@ -143,12 +143,16 @@ type Trajectory struct {
 	WeightVersions []WeightSpan `json:"weight_versions,omitempty"`
 	// OffPolicyMasked says MaskOffPolicy ran: loss_mask is 0 on the response tokens of a version older than
 	// the trajectory's last (the declared exception to "loss_mask is 1 exactly on response tokens").
-	OffPolicyMasked bool            `json:"offpolicy_masked,omitempty"`
-	Segments        []Segment       `json:"segments"`
-	Messages        json.RawMessage `json:"messages"` // the conversation, as the chat template saw it
-	Reward          *float64        `json:"reward"`
-	Label           json.RawMessage `json:"label,omitempty"`
-	Metadata        json.RawMessage `json:"metadata,omitempty"`
+	OffPolicyMasked bool      `json:"offpolicy_masked,omitempty"`
+	Segments        []Segment `json:"segments"`
+	// Messages is the conversation as the agent loop kept it: an assistant message holds the model's whole text
+	// (reasoning and tool-call markup included, as generated) next to the tool_calls parsed from it, so
+	// re-rendering these messages with the template writes each call twice; the tokens are the record of what
+	// the model saw.
+	Messages json.RawMessage `json:"messages"`
+	Reward   *float64        `json:"reward"`
+	Label    json.RawMessage `json:"label,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
 	// Provenance records what made the trajectory: ProvTokenizerSHA256, ProvTemplateSHA256, ProvPlugins
 	// (name -> sha256), ProvSamplingParams, and anything else the runtime adds.
 	Provenance map[string]any     `json:"provenance"`
