@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/agentrt/agentrt/tito"
@@ -111,6 +112,25 @@ func FamiliesDir() string {
 // when a listed token does not encode as one token of the folder's tokenizer.
 func Dir(t testing.TB, family string) string {
 	t.Helper()
+	dir, m := build(t, family)
+	m.Close()
+	return dir
+}
+
+// Model is Dir, loaded; it is closed when the test ends.
+func Model(t testing.TB, family string) *tito.Model {
+	t.Helper()
+	_, m := build(t, family)
+	t.Cleanup(m.Close)
+	return m
+}
+
+// tokenizers keeps each family's stand-in tokenizer.json for the test binary's life (an 11 MB JSON document
+// rewritten from the base's: the tests of a package ask for the same families many times).
+var tokenizers sync.Map // family -> []byte
+
+func build(t testing.TB, family string) (string, *tito.Model) {
+	t.Helper()
 	list, ok := Tokens[family]
 	if !ok {
 		t.Fatalf("standin: no control tokens listed for family %q", family)
@@ -120,17 +140,22 @@ func Dir(t testing.TB, family string) string {
 	if base == "" {
 		t.Fatalf("$%s is not set (the base of %s's stand-in vocabulary): run `make setup` and `source ~/.cache/agentrt/env.sh`", env, family)
 	}
-	data, err := os.ReadFile(filepath.Join(base, tito.FileTokenizer))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := addSpecialTokens(data, list)
-	if err != nil {
-		t.Fatalf("standin: %s: %v", filepath.Join(base, tito.FileTokenizer), err)
+	tok, _ := tokenizers.Load(family)
+	if tok == nil {
+		data, err := os.ReadFile(filepath.Join(base, tito.FileTokenizer))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := addSpecialTokens(data, list)
+		if err != nil {
+			t.Fatalf("standin: %s: %v", filepath.Join(base, tito.FileTokenizer), err)
+		}
+		tok, _ = tokenizers.LoadOrStore(family, b)
 	}
 	dir := t.TempDir()
-	files := map[string][]byte{tito.FileTokenizer: tok}
+	files := map[string][]byte{tito.FileTokenizer: tok.([]byte)}
 	for _, f := range []string{tito.FileTokenizerConfig, tito.FileChatTemplate} {
+		var err error
 		if files[f], err = os.ReadFile(filepath.Join(FamiliesDir(), family, f)); err != nil {
 			t.Fatal(err)
 		}
@@ -144,25 +169,14 @@ func Dir(t testing.TB, family string) string {
 	if err != nil {
 		t.Fatalf("standin: %s: %v", family, err)
 	}
-	defer m.Close()
 	for _, s := range list {
 		id, ok := m.Tokenizer.TokenID(s)
 		if got := m.Tokenizer.Encode(s, false); !ok || !slices.Equal(got, []int32{id}) {
+			m.Close()
 			t.Fatalf("standin: %s: %q encodes as %v, want one token (id %d, present %v)", family, s, got, id, ok)
 		}
 	}
-	return dir
-}
-
-// Model is Dir, loaded; it is closed when the test ends.
-func Model(t testing.TB, family string) *tito.Model {
-	t.Helper()
-	m, err := tito.LoadModel(Dir(t, family))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(m.Close)
-	return m
+	return dir, m
 }
 
 // addSpecialTokens returns tokenizer.json data with each of tokens that is not already an added token appended
