@@ -748,32 +748,24 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 		terr.Name = t.name
 		return "", terr
 	}
-	if at >= 0 && !t.probeOnly {
-		// one render: the engine saw where the first new message's content starts
-		cut := t.historyEnd(full[:at])
-		if cut < 0 {
-			return "", fmt.Errorf("tito: render delta: no end-of-turn token %q before the new messages in %q", t.stops, tmplTail(full[:at]))
+	located := full // the render the history's end is found in
+	if at < 0 || t.probeOnly {
+		located, at = probe, strings.Index(probe, deltaMark)
+		if at < 0 {
+			if probe != full {
+				return "", errors.New("tito: render delta: the template does not write the first new message's content, so the history's end cannot be found")
+			}
+			at = len(full) // the template drops the new messages (Phi-4 drops tool messages): only its own text follows
 		}
-		if err := t.checkLastTurn(full[:cut], &history[len(history)-1]); err != nil {
-			return "", err
-		}
-		return full[cut:], nil
 	}
-	at = strings.Index(probe, deltaMark)
-	if at < 0 {
-		if probe != full {
-			return "", errors.New("tito: render delta: the template does not write the first new message's content, so the history's end cannot be found")
-		}
-		at = len(full) // the template drops the new messages (Phi-4 drops tool messages): only its own text follows
-	}
-	cut := t.historyEnd(probe[:at])
+	cut := t.historyEnd(located[:at])
 	if cut < 0 {
-		return "", fmt.Errorf("tito: render delta: no end-of-turn token %q before the new messages in %q", t.stops, tmplTail(probe[:at]))
+		return "", fmt.Errorf("tito: render delta: no end-of-turn token %q before the new messages in %q", t.stops, tmplTail(located[:at]))
 	}
-	if len(full) < cut || full[:cut] != probe[:cut] {
-		return "", fmt.Errorf("%w (near %q)", ErrHistoryDependsOnNew, tmplTail(probe[:cut]))
+	if len(full) < cut || full[:cut] != located[:cut] { // the probe's history must be the real one's
+		return "", fmt.Errorf("%w (near %q)", ErrHistoryDependsOnNew, tmplTail(located[:cut]))
 	}
-	if err := t.checkLastTurn(probe[:cut], &history[len(history)-1]); err != nil {
+	if err := t.checkLastTurn(located[:cut], &history[len(history)-1]); err != nil {
 		return "", err
 	}
 	return full[cut:], nil

@@ -320,6 +320,31 @@ const (
 	dsOutputsEnd  = "<｜tool▁outputs▁end｜>"
 )
 
+// firstMarker returns where the earliest of markers occurs in s and which it is; -1 and "" if none does.
+func firstMarker(s string, markers []string) (int, string) {
+	at, mk := -1, ""
+	for _, m := range markers {
+		if i := strings.Index(s, m); i >= 0 && (at < 0 || i < at) {
+			at, mk = i, m
+		}
+	}
+	return at, mk
+}
+
+// tagged returns the text of each open...close block of s, in order (an unclosed last block runs to the end).
+func tagged(s, open, close string) []string {
+	var out []string
+	for {
+		_, after, ok := strings.Cut(s, open)
+		if !ok {
+			return out
+		}
+		var block string
+		block, s, _ = strings.Cut(after, close)
+		out = append(out, block)
+	}
+}
+
 // splitDeepSeek splits a DeepSeek prompt into messages: the system text before the first user turn, user turns,
 // assistant turns (ended by <｜end▁of▁sentence｜>) and tool outputs. After tool outputs the model answers without
 // an <｜Assistant｜> marker, so text there (or the prompt's end) is an assistant turn too.
@@ -334,11 +359,9 @@ func splitDeepSeek(text string) (msgs []message, open *message) {
 		cur, implied = nil, false
 	}
 	for text != "" {
-		next, at := "", len(text)
-		for _, m := range markers {
-			if i := strings.Index(text, m); i >= 0 && i < at {
-				next, at = m, i
-			}
+		at, next := firstMarker(text, markers)
+		if at < 0 {
+			at = len(text)
 		}
 		if cur != nil {
 			cur.content += text[:at]
@@ -554,11 +577,9 @@ func splitMistral(text string) (msgs []message, open *message) {
 		cur, implied = nil, false
 	}
 	for text != "" {
-		next, at := "", len(text)
-		for _, m := range markers {
-			if i := strings.Index(text, m); i >= 0 && i < at {
-				next, at = m, i
-			}
+		at, next := firstMarker(text, markers)
+		if at < 0 {
+			at = len(text)
 		}
 		if cur != nil {
 			cur.content += text[:at]
@@ -647,23 +668,14 @@ const (
 // <|im_end|> is the generation prompt.
 func splitKimi(text string) (msgs []message, open *message) {
 	markers := []string{kimiSystem, kimiUser, kimiAssistant}
-	next := func(s string) (int, string) {
-		at, mk := -1, ""
-		for _, m := range markers {
-			if i := strings.Index(s, m); i >= 0 && (at < 0 || i < at) {
-				at, mk = i, m
-			}
-		}
-		return at, mk
-	}
 	for {
-		at, mk := next(text)
+		at, mk := firstMarker(text, markers)
 		if at < 0 {
 			return msgs, open
 		}
 		text = text[at+len(mk):]
 		part := text
-		if j, _ := next(text); j >= 0 {
+		if j, _ := firstMarker(text, markers); j >= 0 {
 			part, text = text[:j], text[j:]
 		} else {
 			text = ""
@@ -735,13 +747,7 @@ func splitMiniMax(text string) (msgs []message, open *message) {
 			msgs = append(msgs, m)
 			continue
 		}
-		for rest := m.content; ; {
-			_, after, ok := strings.Cut(rest, "<response>")
-			if !ok {
-				break
-			}
-			var result string
-			result, rest, _ = strings.Cut(after, "</response>")
+		for _, result := range tagged(m.content, "<response>", "</response>") {
 			msgs = append(msgs, message{role: "tool", content: result})
 		}
 	}
@@ -829,23 +835,15 @@ const (
 // message of its own. A trailing assistant message is the generation prompt.
 func splitGLM(text string) (msgs []message, open *message) {
 	roles := map[string]string{glmSystem: "system", glmUser: "user", glmAssistant: "assistant", glmObservation: "tool"}
-	next := func(s string) (int, string) {
-		at, mk := -1, ""
-		for m := range roles {
-			if i := strings.Index(s, m); i >= 0 && (at < 0 || i < at) {
-				at, mk = i, m
-			}
-		}
-		return at, mk
-	}
+	markers := []string{glmSystem, glmUser, glmAssistant, glmObservation}
 	for {
-		at, mk := next(text)
+		at, mk := firstMarker(text, markers)
 		if at < 0 {
 			return msgs, open
 		}
 		text = text[at+len(mk):]
 		body := text
-		j, _ := next(text)
+		j, _ := firstMarker(text, markers)
 		if j >= 0 {
 			body, text = text[:j], text[j:]
 		} else {
@@ -859,13 +857,7 @@ func splitGLM(text string) (msgs []message, open *message) {
 			m.content = strings.TrimSuffix(m.content, glmNoThink)
 			msgs = append(msgs, m)
 		case m.role == "tool" && strings.Contains(m.content, "<tool_response>"):
-			for rest := m.content; ; {
-				_, after, ok := strings.Cut(rest, "<tool_response>")
-				if !ok {
-					break
-				}
-				var result string
-				result, rest, _ = strings.Cut(after, "</tool_response>")
+			for _, result := range tagged(m.content, "<tool_response>", "</tool_response>") {
 				msgs = append(msgs, message{role: "tool", content: strings.TrimSuffix(strings.TrimPrefix(result, "\n"), "\n")})
 			}
 		default:

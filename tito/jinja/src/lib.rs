@@ -458,29 +458,27 @@ fn with_content(vals: &mut [Value], index: usize, f: impl FnOnce(&Value) -> Opti
 }
 
 fn render_ctx_to(t: &Template, ctx: Value, clock: Clock, w: &mut watch::Counting) -> Result<(), (i32, String, u32)> {
-    RAISED.with(|r| *r.borrow_mut() = None);
-    CLOCK.with(|c| *c.borrow_mut() = clock);
-    let tmpl = t.env.get_template(NAME).map_err(|e| {
-        let (m, l) = describe(&e);
-        (ERR_TEMPLATE, m, l)
-    })?;
-    tmpl.render_captured_to(ctx, w).map(|_| ()).map_err(|e| {
-        if let Some(msg) = RAISED.with(|r| r.borrow_mut().take()) {
-            return (ERR_RAISED, msg, e.line().unwrap_or(0) as u32);
-        }
-        let (m, l) = describe(&e);
-        (ERR_TEMPLATE, m, l)
-    })
+    run(t, clock, |tmpl| tmpl.render_captured_to(ctx, w).map(|_| ()))
 }
 
 fn render_ctx(t: &Template, ctx: Value, clock: Clock) -> Result<String, (i32, String, u32)> {
+    run(t, clock, |tmpl| tmpl.render(ctx))
+}
+
+/// Runs one render of the template with the clock set, mapping its error to (code, message, line):
+/// raise_exception's message verbatim, else the engine's.
+fn run<T>(
+    t: &Template,
+    clock: Clock,
+    render: impl FnOnce(&minijinja::Template<'_, '_>) -> Result<T, Error>,
+) -> Result<T, (i32, String, u32)> {
     RAISED.with(|r| *r.borrow_mut() = None);
     CLOCK.with(|c| *c.borrow_mut() = clock);
     let tmpl = t.env.get_template(NAME).map_err(|e| {
         let (m, l) = describe(&e);
         (ERR_TEMPLATE, m, l)
     })?;
-    tmpl.render(ctx).map_err(|e| {
+    render(&tmpl).map_err(|e| {
         if let Some(msg) = RAISED.with(|r| r.borrow_mut().take()) {
             return (ERR_RAISED, msg, e.line().unwrap_or(0) as u32);
         }
