@@ -353,15 +353,14 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 
 // glmTurn is a reply to a GLM prompt as the model writes it: GLM-4.5/4.6 (glm45) start their text with a newline
 // after the generation prompt's <|assistant|> or <think></think>, and another after their reasoning's </think>
-// (4.7 write none), and the turn ends on the token
-// that begins the next message, as the real models end it: <|observation|> after tool calls, <|user|> after an
-// answer. Both are stop ids of the GLM models (generation_config.json's eos_token_id, the profile's Stops), so
+// (4.7 write none), and the turn ends on the token that begins the next message, as the real models end it:
+// <|observation|> after tool calls, <|user|> after an answer. Both are stop ids of the GLM models (generation_config.json's eos_token_id, the profile's Stops), so
 // the reply ends there; a client that does not send them as stop_token_ids gets them followed by StopIDs[0].
 func glmTurn(reply, format string, calling bool) string {
 	if format == FormatGLM45 {
 		// \n<think>REASONING</think>\nCONTENT, as the GLM-4.5/4.6 template writes a turn
-		if i := strings.Index(reply, thinkClose(format)) + len(thinkClose(format)); i >= len(thinkClose(format)) && !strings.HasPrefix(reply[i:], "\n") {
-			reply = reply[:i] + "\n" + reply[i:]
+		if _, after, ok := strings.Cut(reply, thinkClose(format)); ok && !strings.HasPrefix(after, "\n") {
+			reply = reply[:len(reply)-len(after)] + "\n" + after
 		}
 		if !strings.HasPrefix(reply, "\n") {
 			reply = "\n" + reply
