@@ -7,7 +7,7 @@ SHELL := /bin/bash
 export AGENTRT_CACHE ?= $(HOME)/.cache/agentrt
 ENV := source $(AGENTRT_CACHE)/env.sh
 
-.PHONY: setup build serve test test-go test-extra test-stress fuzz wasm wasm-check bench golden
+.PHONY: setup build wheel serve test test-go test-extra test-stress fuzz wasm wasm-check bench golden viewer-screenshot plugin
 
 setup:
 	@bash scripts/setup.sh
@@ -18,9 +18,20 @@ build: setup
 serve: build
 	./bin/agentrt serve runtime.toml
 
+# wheel builds dist/agentrt-VERSION-py3-none-manylinux_2_17_x86_64.whl: the agentrt binary, linked statically, and
+# the Python client (pip install dist/agentrt-*.whl gives the agentrt command and import agentrt_client).
+wheel: setup
+	@$(ENV) && bash scripts/wheel.sh
+
 # wasm rebuilds the committed Wasm modules (built-in parsers, hooks, tools, SDK examples) from their sources.
 wasm: setup
 	@$(ENV) && bash scripts/build-wasm.sh
+
+# plugin builds one plugin with its SDK and the set-up toolchains: make plugin DIR=path/to/plugin [OUT=x.wasm]
+# [SDK=c|rust|assemblyscript|go] (scripts/plugin.sh says how the SDK is found). Needs `make setup` done once.
+plugin:
+	@[ -f "$(AGENTRT_CACHE)/env.sh" ] || { echo "make plugin: run 'make setup' first (it installs the SDK toolchains)" >&2; exit 1; }
+	@$(ENV) && SDK="$(SDK)" bash scripts/plugin.sh "$(DIR)" "$(OUT)"
 
 # wasm-check proves the committed Wasm modules are exactly what their sources build.
 wasm-check: wasm
@@ -29,7 +40,7 @@ wasm-check: wasm
 test-go: setup
 	@$(ENV) && gofmt_out=$$(gofmt -l $$(git ls-files '*.go')) && { [ -z "$$gofmt_out" ] || { echo "gofmt needed:"; echo "$$gofmt_out"; exit 1; }; }
 	@$(ENV) && go vet ./...
-	@$(ENV) && go test -race -count=1 ./...
+	@$(ENV) && go test -race -count=1 -timeout 60m ./...
 
 # test-extra runs the suites that are not Go: each scripts/test.d/*.sh (SDK examples, Python client, bench smoke).
 test-extra: build
@@ -50,6 +61,10 @@ fuzz: setup
 
 bench: build
 	@$(ENV) && go test -run '^$$' -bench . -benchmem ./...
+
+# viewer-screenshot rewrites docs/img/viewer.png: the browser test's view of a trajectory (agentrt serve, emulator).
+viewer-screenshot: setup
+	@$(ENV) && AGENTRT_VIEWER_SCREENSHOT=$(CURDIR)/docs/img/viewer.png go test -count=1 -run '^TestViewerInBrowser$$' ./cmd/agentrt
 
 # golden regenerates the golden test data from the real Hugging Face libraries (transformers, tokenizers, jinja2).
 golden: setup

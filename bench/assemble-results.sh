@@ -23,14 +23,15 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | chat template: first prompt with 3 tool specs <= 150 µs p50 | **met**: 9-44 µs median across six families (Qwen3 11.3 µs) | tito chat templates |
 | chat template: later-turn delta of a typical turn <= 25 µs p50 | **not met**: 33-37 µs median (best 29-33) where one render finds the cut (Qwen, Llama 3, GLM), 39-132 µs where two do (DeepSeek, Mistral, gpt-oss); was 43-179 µs | tito chat templates |
 | trajectory stream >= 5,000 trajectories/s of 4k tokens | **met on a quiet box**: 7,483-7,840/s with fsync, 11,038-11,499/s without (~1,460/s when the box was oversubscribed at load 17-20) | stream |
+| per-turn cost within 1.5x from 2k to 128k tokens of context | **not met (before, issue 25)**: 30 turns at a fixed ~2k vs ~118k context, CPU per turn 1.2 -> 6.4 ms (5.3x), overhead p50 0.85 -> 7.4 ms (8.7x) on a loaded box; what grows is the request body's encoding, the delta render and GC | long horizon |
 
 HDR
-  for f in agent-loop side-by-side stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template python-tool durability soak test-stress frontdoor outbound bounds; do
+  for f in agent-loop side-by-side long-horizon sglang-wire routing stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template jsonw python-tool durability soak test-stress frontdoor outbound bounds viewer; do
     [[ -f "results/$f.md" ]] || continue
     echo
     echo "---"
     echo
     echo "<!-- from bench/results/$f.md -->"
-    sed -e 's/^# /## /' "results/$f.md"
+    sed -e 's/^# /## /' -e 's#^!\[\([^]]*\)](\([^/)]*\.png\))#![\1](results/\2)#' "results/$f.md"
   done
 } > RESULTS.md

@@ -52,8 +52,15 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, max(0, int(round(q / 100.0 * (len(xs) - 1)))))]
 
 
+def turn_key(input_ids, output_ids):
+    """A request's identity: its lengths and the hashes of its input and output ids (a long-horizon log holds
+    millions of ids, too many to keep as tuples)."""
+    return len(input_ids), hash(tuple(input_ids)), len(output_ids), hash(tuple(output_ids))
+
+
 def load_log(path):
-    """/generate records (status 200, no fault), indexed by (input_ids, output_ids)."""
+    """/generate records (status 200, no fault), indexed by turn_key(input_ids, output_ids); each keeps what the
+    checks read (rid, times, the response's text and output logprobs)."""
     index = defaultdict(list)
     n = 0
     for line in open(path):
@@ -66,8 +73,10 @@ def load_log(path):
         if isinstance(resp, list) or isinstance(req.get("input_ids"), list) and req["input_ids"] and \
                 isinstance(req["input_ids"][0], list):
             raise SystemExit(f"check: {path}: batched /generate requests are not supported (seq {r.get('seq')})")
-        key = (tuple(req.get("input_ids") or ()), tuple(resp.get("output_ids") or ()))
-        index[key].append(r)
+        key = turn_key(req.get("input_ids") or (), resp.get("output_ids") or ())
+        olp = (resp.get("meta_info") or {}).get("output_token_logprobs")
+        index[key].append({"rid": r.get("rid"), "recv_ns": r["recv_ns"], "sent_ns": r["sent_ns"],
+                           "text": resp.get("text"), "olp": None if olp is None else [e[0] for e in olp]})
         n += 1
     return index, n
 
@@ -138,18 +147,16 @@ def check_one(t, index, used):
         raise ValueError(f"{len(responses)} response segments but {len(texts)} assistant messages")
     times = []
     for k, (off, n) in enumerate(responses):
-        key = (tuple(ids[:off]), tuple(ids[off:off + n]))
+        key = turn_key(ids[:off], ids[off:off + n])
         recs = index.get(key)
         if not recs or used[key] >= len(recs):
             raise ValueError(f"turn {k}: no logged /generate request with input_ids = trajectory[:{off}] and "
                              f"output_ids = trajectory[{off}:{off + n}]")
         r = recs[used[key]]
         used[key] += 1
-        resp = r["response"]
-        if texts[k] != resp.get("text"):
+        if texts[k] != r["text"]:
             raise ValueError(f"turn {k}: assistant message text differs from the response text the server sent")
-        olp = (resp.get("meta_info") or {}).get("output_token_logprobs")
-        if olp is not None and [e[0] for e in olp] != list(lps[off:off + n]):
+        if r["olp"] is not None and r["olp"] != list(lps[off:off + n]):
             raise ValueError(f"turn {k}: response logprobs differ from the server's output_token_logprobs")
         if rids is not None and rids[k] is not None and r.get("rid") != rids[k]:
             # identical requests may exist for identical samples; only a content-and-rid match is a failure

@@ -12,7 +12,14 @@ asyncio runs C episodes at once.
 Each finished episode is one JSON line: id, status, token_ids, loss_mask, logprobs, segments
 (strands' Rollout.segment_info as [is_output, length]), messages (the Strands conversation).
 
+With --tools, --enable-thinking, --max-new-tokens and --limits it runs the long-horizon benchmark's agent
+(bench/long_horizon.sh) instead: its tools are read_document (bench/tools/documents, ported: the same spec and
+text), execute_python_code (agentrt's python preset: the same spec; the code runs in `python3 -I -c` subprocesses,
+and what the model sees is formatted as agentrt formats a successful run) and the calculator.
+
 usage: strands_driver.py --url URL --model DIR --prompts FILE --out FILE --concurrency C [--n N]
+         [--tools calculator,read_document,execute_python_code] [--enable-thinking] [--max-new-tokens N]
+         [--limits JSON] [--system-prompt TEXT]
 """
 import argparse
 import asyncio
@@ -32,6 +39,8 @@ from strands_sglang import LoopLimiter, LoopLimitReachedError, SGLangClient, SGL
 from strands_sglang.tool_parsers import HermesToolParser  # noqa: E402
 from transformers import AutoTokenizer  # noqa: E402
 
+from long_horizon import doc_text  # noqa: E402  bench/long_horizon.py: read_document's generator (the C tool's, ported)
+
 # The agent of agentrt's runtime.toml, field by field.
 SYSTEM_PROMPT = "You are a careful assistant. Use the calculator tool for arithmetic, then give the final answer."
 SAMPLING = {"max_new_tokens": 1024, "temperature": 1.0, "top_p": 1.0}
@@ -43,6 +52,51 @@ CALCULATOR_SPEC = {
     "inputSchema": {"json": {"type": "object", "properties": {"expression": {
         "type": "string", "description": "The arithmetic expression to evaluate."}}, "required": ["expression"]}},
 }
+
+
+DOCUMENT_SPEC = {
+    "name": "read_document",
+    "description": "Read a document: returns its first `bytes` bytes of text.",
+    "inputSchema": {"json": {"type": "object", "properties": {
+        "id": {"type": "string", "description": "The document to read."},
+        "bytes": {"type": "integer", "description": "How many bytes of it to return (1 to 65536)."}},
+        "required": ["id", "bytes"]}},
+}
+PYTHON_SPEC = {
+    "name": "execute_python_code",
+    "description": "Run Python 3.12 code and return what it prints (stdout, and stderr if any). Each call starts a "
+                   "fresh interpreter: print() every value you need. Standard library only (math, fractions, itertools, "
+                   "decimal, statistics, ...; no numpy or sympy), no network, files only under /tmp (they persist across "
+                   "the calls of this conversation).",
+    "inputSchema": {"json": {"type": "object", "properties": {
+        "code": {"type": "string", "description": "Python source code to run"}}, "required": ["code"]}},
+}
+
+
+async def read_document(tool_use, **_):
+    args = tool_use.get("input") or {}
+    doc_id, n = args.get("id"), args.get("bytes")
+    if not isinstance(doc_id, str) or not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 65536:
+        return {"toolUseId": tool_use["toolUseId"], "status": "error",
+                "content": [{"text": "Error: read_document: bad arguments"}]}
+    return {"toolUseId": tool_use["toolUseId"], "status": "success", "content": [{"text": doc_text(doc_id, n)}]}
+
+
+async def execute_python_code(tool_use, **_):
+    code = (tool_use.get("input") or {}).get("code")
+    if not isinstance(code, str):
+        return {"toolUseId": tool_use["toolUseId"], "status": "error", "content": [{"text": "Error: no code"}]}
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-I", "-c", code, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    text = out.decode()
+    if err:
+        text += ("" if not text or text.endswith("\n") else "\n") + "stderr:\n" + err.decode()
+    if proc.returncode != 0:
+        text = "Error: the program exited with status %d\n" % proc.returncode + text
+    text = text.rstrip("\n") or "(no output: print() the values you want to see)"
+    return {"toolUseId": tool_use["toolUseId"], "status": "error" if proc.returncode else "success",
+            "content": [{"text": text}]}
 
 
 class CalcError(Exception):
@@ -190,12 +244,16 @@ async def calculator(tool_use, **_):
         return {"toolUseId": tool_use["toolUseId"], "status": "error", "content": [{"text": f"Error: {e}"}]}
 
 
-async def episode(eid, prompt, client, tokenizer):
+TOOLS = {"calculator": (CALCULATOR_SPEC, calculator), "read_document": (DOCUMENT_SPEC, read_document),
+         "execute_python_code": (PYTHON_SPEC, execute_python_code)}
+
+
+async def episode(eid, prompt, client, tokenizer, a):
     model = SGLangModel(client=client, tokenizer=tokenizer, tool_parser=HermesToolParser(),
-                        sampling_params=dict(SAMPLING), enable_thinking=False)
-    limiter = LoopLimiter(**LIMITS)
-    agent = Agent(model=model, tools=[PythonAgentTool("calculator", CALCULATOR_SPEC, calculator)],
-                  system_prompt=SYSTEM_PROMPT, conversation_manager=NullConversationManager(),
+                        sampling_params=dict(SAMPLING, max_new_tokens=a.max_new_tokens), enable_thinking=a.enable_thinking)
+    limiter = LoopLimiter(**(json.loads(a.limits) if a.limits else LIMITS))
+    tools = [PythonAgentTool(n, TOOLS[n][0], TOOLS[n][1]) for n in a.tools.split(",")]
+    agent = Agent(model=model, tools=tools, system_prompt=a.system_prompt, conversation_manager=NullConversationManager(),
                   hooks=[limiter], callback_handler=None)
     status = "completed"
     try:
@@ -230,7 +288,7 @@ async def main_async(a):
     async def one(eid, prompt):
         nonlocal failed
         async with sem:
-            t = await episode(eid, prompt, client, tokenizer)
+            t = await episode(eid, prompt, client, tokenizer, a)
         if t["status"].startswith("error"):
             failed += 1
         out.write(json.dumps(t) + "\n")
@@ -252,6 +310,11 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--concurrency", type=int, default=64)
     ap.add_argument("--n", type=int, default=1)
+    ap.add_argument("--tools", default="calculator", help="comma-separated: " + ", ".join(TOOLS))
+    ap.add_argument("--enable-thinking", action="store_true")
+    ap.add_argument("--max-new-tokens", type=int, default=SAMPLING["max_new_tokens"])
+    ap.add_argument("--limits", help="LoopLimiter arguments as a JSON object (default: runtime.toml's limiter)")
+    ap.add_argument("--system-prompt", default=SYSTEM_PROMPT)
     a = ap.parse_args()
     sys.exit(asyncio.run(main_async(a)))
 

@@ -60,6 +60,7 @@ const (
 	whyTrunc    = "unclosed markup (a completion cut at max_new_tokens): SGLang parses the partial call (or drops it); we never complete a truncated call, it is an unclosed_tag error"
 	whyEscaped  = "double-escaped JSON and a literal backslash-n separator: SGLang unescapes and retries (a repair); we reject the call as the model wrote it"
 	whyInferred = "kimi_k2 call id without a function name: SGLang guesses the tool from the argument keys (a repair); we report missing_name"
+	whyRequired = "a call without a parameter the tool's schema requires: SGLang passes it on to the tool; we report bad_arguments naming the missing parameter (the argument policy, plugins/ABI.md 5.1), so the model reads what to fix"
 )
 
 // deviations, keyed by fixture line (1-based), each checked by hand against the fixture.
@@ -73,7 +74,11 @@ var deviations = map[int]deviation{
 	15:  {why: whyEscaped, noCall: true, errors: []Reason{ReasonInvalidFormat}},
 	16:  {why: whyUnknown, errors: []Reason{ReasonUnknownTool}},
 	21:  {why: "llama3 malformed JSON: SGLang skips the broken object and builds a call from a fragment found by scanning for the next {\"name\": (a repair); we report malformed_json with the rest of the text", noCall: true, errors: []Reason{ReasonMalformedJSON}},
-	27:  {why: whyTrim, normal: str("Some intro.")},
+	22:  {why: whyRequired, noCall: true, errors: []Reason{ReasonBadArguments}},
+	24:  {why: whyRequired, noCall: true, errors: []Reason{ReasonBadArguments, ReasonBadArguments}},
+	27:  {why: whyTrim + "; " + whyRequired, noCall: true, normal: str("Some intro."), errors: []Reason{ReasonBadArguments}},
+	91:  {why: whyRequired, noCall: true, errors: []Reason{ReasonBadArguments}},
+	92:  {why: whyRequired, noCall: true, errors: []Reason{ReasonBadArguments}},
 	48:  {why: whyTrunc, noCall: true, errors: []Reason{ReasonUnclosedTag}},
 	53:  {why: whyTrim, normal: str("Let me check the weather for you.")},
 	54:  {why: "hermes malformed JSON: SGLang returns the whole text as normal text; we cut the block out of the normal text and report malformed_json with its raw text", normal: str(""), errors: []Reason{ReasonMalformedJSON}},

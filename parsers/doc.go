@@ -11,7 +11,9 @@
 // logic is importable natively (New, Parser.Parse) for tests, fuzzing and tools.
 //
 // Parsing is strict and on-policy: the parser sees exactly the generated text, a malformed call is never repaired
-// but reported as an Error with a Reason and its raw text, and calls inside reasoning (<think>...</think>, or
+// but reported as an Error with a Reason, a message for the model and its raw text; arguments are checked against
+// the tool's schema without coercion (types, enum, minimum/maximum, required, additionalProperties: false; the
+// argument policy of plugins/ABI.md 5.1, run in every format by TestArgumentPolicy), and calls inside reasoning (<think>...</think>, or
 // before a lone </think>; <seed:think> for seed_oss) do not count. Call ids are call_0000, call_0001, ... per response, errors included. The
 // conformance test runs SGLang's own detector fixtures and states, case by case, where we deliberately differ.
 //

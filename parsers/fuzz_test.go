@@ -3,9 +3,9 @@ package parsers
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
-	"unicode/utf8"
 )
 
 // fuzzSeeds are the texts of the SGLang fixtures (when present) plus a few hand-written ones.
@@ -99,37 +99,18 @@ func FuzzCompact(f *testing.F) {
 	})
 }
 
-// FuzzQuote checks appendQuoted against encoding/json: the output is valid JSON that decodes to the input (with
-// invalid UTF-8 replaced by U+FFFD, as encoding/json does).
-func FuzzQuote(f *testing.F) {
-	for _, s := range []string{"", "a\"b\\c\n\t\x00\x1f", "北京", "\xff\xfe", "\u2028"} {
-		f.Add(s)
+// TestNumberErrorsMatchEncodingJSON: scanNumber (internal/jsonw's grammar) names the byte that breaks a number
+// and where in the number it stands as encoding/json does. (appendQuoted is jsonw.AppendString, fuzzed there.)
+func TestNumberErrorsMatchEncodingJSON(t *testing.T) {
+	for _, s := range []string{"-x", "-.5", "1.x", "1.e5", "1ex", "1e+x", "1E-}", "0.1e"} {
+		var v any
+		want := json.Unmarshal([]byte(s+" "), &v)
+		_, _, err := scanNumber(s+" ", 0)
+		var se *syntaxError
+		if !errors.As(err, &se) || want == nil || se.msg != want.Error() {
+			t.Errorf("scanNumber(%q): %v; encoding/json: %v", s, err, want)
+		}
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		q := appendQuoted(nil, s)
-		var dec string
-		if err := json.Unmarshal(q, &dec); err != nil {
-			t.Fatalf("appendQuoted(%q) = %s: %v", s, q, err)
-		}
-		if want := perByteValid(s); dec != want {
-			t.Fatalf("appendQuoted(%q) round-trips to %q", s, dec)
-		}
-	})
-}
-
-// perByteValid replaces each byte of invalid UTF-8 with U+FFFD.
-func perByteValid(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b.WriteString("\ufffd")
-		} else {
-			b.WriteString(s[i : i+size])
-		}
-		i += size
-	}
-	return b.String()
 }
 
 // topLevelKeys returns the keys of the top-level JSON object s (nil when s is not an object), via encoding/json.

@@ -71,7 +71,7 @@ func (st *state) glmCall(body string, lo, hi int) {
 		return
 	}
 	i := strings.Index(body, name) + len(name)
-	st.buf, st.keys = append(st.buf[:0], '{'), st.keys[:0]
+	st.buf, st.keys, st.mem = append(st.buf[:0], '{'), st.keys[:0], st.mem[:0]
 	for {
 		i = skipSpace(body, i)
 		if i >= len(body) {
@@ -100,14 +100,17 @@ func (st *state) glmCall(body string, lo, hi int) {
 			return
 		}
 		if st.repeated(key) {
-			st.fail(ReasonBadArguments, name, "parameter "+quote(key)+" is given twice", lo, hi)
+			st.fail(ReasonBadArguments, name, "arguments of "+quote(name)+": parameter "+quote(key)+" is given twice", lo, hi)
 			return
 		}
 		if len(st.buf) > 1 {
 			st.buf = append(st.buf, ',')
 		}
+		m := jmember{depth: 1, keyLo: len(st.buf)}
 		st.buf = appendQuoted(st.buf, key)
+		m.keyHi = len(st.buf)
 		st.buf = append(st.buf, ':')
+		m.valueLo = len(st.buf)
 		k := kindUndeclared
 		if t != nil {
 			k = t.param(key)
@@ -115,13 +118,15 @@ func (st *state) glmCall(body string, lo, hi int) {
 		var msg string
 		st.buf, msg = appendTyped(st.buf, body[vLo:vLo+vEnd], k, false)
 		if msg != "" {
-			st.fail(ReasonBadArguments, name, "parameter "+quote(key)+": "+msg, lo, hi)
+			st.fail(ReasonBadArguments, name, "arguments of "+quote(name)+": parameter "+quote(key)+": "+msg, lo, hi)
 			return
 		}
+		m.valueHi = len(st.buf)
+		st.mem = append(st.mem, m)
 		i = vLo + vEnd + len(argValueClose)
 	}
 	st.buf = append(st.buf, '}')
-	st.call(name, bytesView(st.buf), argsMembers{}, lo, hi)
+	st.call(name, bytesView(st.buf), argsMembers{all: st.mem, depth: 1}, lo, hi)
 }
 
 // appendTyped appends the JSON form of an XML-ish parameter value typed by kind k, or returns a message when the

@@ -2,8 +2,11 @@ package parsers
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
 )
 
 // This file holds a small, strict JSON scanner (RFC 8259: no NaN/Infinity, no comments, no trailing commas, no
@@ -263,23 +266,6 @@ const (
 	highs = 0x8080808080808080
 )
 
-// plainRun returns how many leading bytes of s[i:] need no escaping in a JSON string (printable ASCII other than
-// '"' and '\\'), checking 8 bytes at a time. It may stop up to 7 bytes before the first byte that needs
-// attention: callers handle the rest one byte at a time.
-func plainRun(s string, i int) int {
-	start := i
-	p := unsafe.Pointer(unsafe.StringData(s))
-	for i+8 <= len(s) {
-		// An unaligned 8-byte load (Wasm, amd64 and arm64 allow it); byte order does not matter for the test.
-		x := *(*uint64)(unsafe.Add(p, i))
-		if ((x-ones*0x20)|((x^ones*'"')-ones)|((x^ones*'\\')-ones)|x)&highs != 0 {
-			break
-		}
-		i += 8
-	}
-	return i - start
-}
-
 // scanString validates the JSON string starting at s[i] == '"' and returns the index just past its closing quote.
 func scanString(s string, i int) (int, error) {
 	start := i
@@ -330,46 +316,19 @@ func scanString(s string, i int) (int, error) {
 }
 
 // scanNumber validates the JSON number at s[i:] and returns its end and whether it is an integer (no fraction or
-// exponent).
+// exponent). An error names the byte that breaks the grammar, as encoding/json's do.
 func scanNumber(s string, i int) (end int, integer bool, err error) {
-	if i < len(s) && s[i] == '-' {
-		i++
+	end, integer, ok := jsonw.NumberEnd(s, i)
+	if ok {
+		return end, integer, nil
 	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	default:
-		return i, false, errAt(i, describe(s, i)+" in numeric literal")
+	where := " in numeric literal" // the integer part
+	if end > i && s[end-1] == '.' {
+		where = " after decimal point in numeric literal"
+	} else if end > i+1 && strings.IndexByte("eE+-", s[end-1]) >= 0 { // a '-' past the first byte is the exponent's
+		where = " in exponent of numeric literal"
 	}
-	integer = true
-	if i < len(s) && s[i] == '.' {
-		integer = false
-		i++
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return i, false, errAt(i, describe(s, i)+" after decimal point in numeric literal")
-		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		integer = false
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return i, false, errAt(i, describe(s, i)+" in exponent of numeric literal")
-		}
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	}
-	return i, integer, nil
+	return end, false, errAt(end, describe(s, end)+where)
 }
 
 func unhex(c byte) int {
@@ -447,53 +406,9 @@ func hex4(h string) int {
 	return unhex(h[0])<<12 | unhex(h[1])<<8 | unhex(h[2])<<4 | unhex(h[3])
 }
 
-// appendQuoted appends s as a JSON string literal. Non-ASCII text is kept as UTF-8 (like Python's
-// ensure_ascii=False); invalid UTF-8 becomes U+FFFD so the output is always valid JSON.
-func appendQuoted(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		i += plainRun(s, i)
-		if i >= len(s) {
-			break
-		}
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				const hexDigits = "0123456789abcdef"
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\ufffd"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendQuoted appends s as a JSON string literal, as internal/jsonw writes it (the module's one policy: non-ASCII
+// text kept as UTF-8, like Python's ensure_ascii=False; invalid UTF-8 as \ufffd, so the output is always valid JSON).
+func appendQuoted(dst []byte, s string) []byte { return jsonw.AppendString(dst, s) }
 
 // value is a decoded JSON value, used for the (small, rarely changing) tool specifications.
 type value struct {

@@ -3,6 +3,8 @@ package parsers
 import (
 	"strconv"
 	"strings"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
 )
 
 // pythonic: Llama 4 (and Llama 3.2 with a pythonic template) tool calls, a Python list of keyword-argument calls.
@@ -250,7 +252,7 @@ func pyValue(buf []byte, t string, i, depth int) ([]byte, int, string) {
 		}
 		if f, err := strconv.ParseFloat(w, 64); err == nil && !strings.ContainsAny(w, "_xXoObBiInN") {
 			if strings.ContainsAny(w, ".eE") {
-				return strconv.AppendFloat(buf, f, 'g', -1, 64), i + n, ""
+				return jsonw.AppendFloat(buf, f), i + n, ""
 			}
 			return append(buf, strings.TrimPrefix(w, "+")...), i + n, ""
 		}

@@ -138,7 +138,7 @@ func (st *state) qwenFunction(body string, lo, hi int, x *xmlTags) {
 		st.fail(ReasonUnknownTool, name, "unknown tool "+quote(name)+" (known: "+strings.Join(st.tools.Names(), ", ")+")", lo, hi)
 		return
 	}
-	st.buf, st.keys = append(st.buf[:0], '{'), st.keys[:0]
+	st.buf, st.keys, st.mem = append(st.buf[:0], '{'), st.keys[:0], st.mem[:0]
 	i := gt + len(x.nameEnd)
 	for {
 		i = skipSpace(body, i)
@@ -170,14 +170,17 @@ func (st *state) qwenFunction(body string, lo, hi int, x *xmlTags) {
 		v = strings.TrimPrefix(v, "\n")
 		v = strings.TrimSuffix(v, "\n")
 		if st.repeated(pname) {
-			st.fail(ReasonBadArguments, name, "parameter "+quote(pname)+" is given twice", lo, hi)
+			st.fail(ReasonBadArguments, name, "arguments of "+quote(name)+": parameter "+quote(pname)+" is given twice", lo, hi)
 			return
 		}
 		if len(st.buf) > 1 {
 			st.buf = append(st.buf, ',')
 		}
+		m := jmember{depth: 1, keyLo: len(st.buf)}
 		st.buf = appendQuoted(st.buf, pname)
+		m.keyHi = len(st.buf)
 		st.buf = append(st.buf, ':')
+		m.valueLo = len(st.buf)
 		k := kindUndeclared
 		if t != nil {
 			k = t.param(pname)
@@ -185,11 +188,13 @@ func (st *state) qwenFunction(body string, lo, hi int, x *xmlTags) {
 		var msg string
 		st.buf, msg = appendTyped(st.buf, v, k, true)
 		if msg != "" {
-			st.fail(ReasonBadArguments, name, "parameter "+quote(pname)+": "+msg, lo, hi)
+			st.fail(ReasonBadArguments, name, "arguments of "+quote(name)+": parameter "+quote(pname)+": "+msg, lo, hi)
 			return
 		}
+		m.valueHi = len(st.buf)
+		st.mem = append(st.mem, m)
 		i = vLo + vEnd + len(parameterClose)
 	}
 	st.buf = append(st.buf, '}')
-	st.call(name, bytesView(st.buf), argsMembers{}, lo, hi)
+	st.call(name, bytesView(st.buf), argsMembers{all: st.mem, depth: 1}, lo, hi)
 }

@@ -17,8 +17,10 @@ const (
 	ReasonUnknownTool Reason = "unknown_tool"
 	// ReasonMissingName: the call has no tool name, an empty one, or a name that is not a string.
 	ReasonMissingName Reason = "missing_name"
-	// ReasonBadArguments: the arguments are not a JSON object, a key repeats, or a value does not have the type
-	// the tool's JSON schema declares (or cannot be coerced to it, for the XML formats).
+	// ReasonBadArguments: the arguments are not a JSON object, a key repeats, or they break the argument policy
+	// (plugins/ABI.md 5.1): a value of another type than the schema declares (XML formats: text that does not
+	// read as it), outside its enum or minimum/maximum, a required parameter missing or null, an undeclared one
+	// under additionalProperties: false.
 	ReasonBadArguments Reason = "bad_arguments"
 	// ReasonUnclosedTag: a call's markup opens but never closes (typically a completion cut at max_new_tokens).
 	ReasonUnclosedTag Reason = "unclosed_tag"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
-	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -27,10 +27,14 @@ const (
 
 	ReasonLength        = "length"
 	ReasonContextWindow = "context_window"
-	ReasonMaxToolIters  = abi.StopMaxToolIters
-	ReasonMaxToolCalls  = abi.StopMaxToolCalls
-	ReasonMaxMessages   = abi.StopMaxMessages
-	ReasonParseError    = "parse_error" // completed under parse_errors = "stop"
+	// ReasonResponseBudget: the episode's response (everything after the first prompt) reached its
+	// max_response_tokens budget. The trajectory ends on the last model response: tool results that would have
+	// overflowed the budget were never sent and are not kept.
+	ReasonResponseBudget = "response_budget"
+	ReasonMaxToolIters   = abi.StopMaxToolIters
+	ReasonMaxToolCalls   = abi.StopMaxToolCalls
+	ReasonMaxMessages    = abi.StopMaxMessages
+	ReasonParseError     = "parse_error" // completed under parse_errors = "stop"
 
 	ReasonServerUnavailable = "server_unavailable"
 	ReasonAbortedByRequest  = "aborted_by_request"
@@ -46,54 +50,69 @@ const (
 	ReasonRuntimeError = "runtime_error"
 )
 
-// Aborter is implemented by generators that can abort a request on the server (*sglang.Client): an episode
-// cancelled mid-generation aborts its request there.
-type Aborter interface {
-	AbortRequest(ctx context.Context, rid string) error
+// Parse-error policies (Settings.ParseErrors).
+const (
+	ParseFeedback = "feedback" // an error result carrying the raw text goes back to the model; the episode goes on
+	ParseStop     = "stop"     // the episode ends as completed, with the parse errors counted
+)
+
+// The partial_rollout policies (Settings.PartialRollout).
+const (
+	PartialDrop   = "drop"
+	PartialResume = "resume"
+)
+
+// DefaultMaxToolResultBytes is the default of max_tool_result_bytes: 64 KiB, some 16K tokens.
+const DefaultMaxToolResultBytes = 64 << 10
+
+// Settings are what the loop needs of an agent's configuration: names, limits, policies and sampling. (The
+// TOML shape, with its plugin declarations, is runtime/config's Agent; runtime/system builds Settings from it.)
+type Settings struct {
+	Name         string
+	SystemPrompt string
+	// Sampling are the agent's sampling params; Sampling.MaxNewTokens is each turn's budget.
+	Sampling turn.Sampling
+	// ToolTimeout is the default per-tool-call wall-clock limit.
+	ToolTimeout time.Duration
+	// MaxToolResultBytes caps one tool result (0: DefaultMaxToolResultBytes); a larger one is replaced by an error
+	// result saying so, before it is templated or tokenized.
+	MaxToolResultBytes int
+	// ParseErrors is the parse-error policy: ParseFeedback or ParseStop.
+	ParseErrors string
+	// EpisodeTimeout bounds one episode (0: none); past it the episode is aborted (reason deadline).
+	EpisodeTimeout time.Duration
+	// MaxResponseTokens is the episode-wide response budget (0: none): the tokens after the first prompt, as
+	// slime's and verl's response length counts them (Episode.MaxResponseTokens overrides it per sample).
+	MaxResponseTokens int
+	// PartialRollout is what happens to a turn that SGLang aborts mid-generation: PartialDrop ends the episode as
+	// aborted, PartialResume continues the same turn on the new weights.
+	PartialRollout string
+	// MaskOffPolicy sets loss_mask 0 on response tokens of an older weight version than the trajectory's last.
+	MaskOffPolicy bool
 }
 
-// Template renders prompts: the first in full, later ones as deltas. *tito.ChatTemplate implements it.
-type Template interface {
-	Render(msgs []tito.Message, o tito.RenderOptions) (string, error)
-	RenderDelta(history, msgs []tito.Message, o tito.RenderOptions) (string, error)
-}
-
-// AgentDeps are the built components an Agent runs with; cmd/agentrt constructs them.
-type AgentDeps struct {
-	Generator Generator
-	Tokenizer Tokenizer
-	Template  Template
-	// StopIDs are the model's end-of-turn ids; a response that ends with one has it trimmed before parsing.
-	StopIDs []int32
-	// ExtraStopIDs are sent to SGLang as stop_token_ids: the family's end-of-turn tokens that the model folder's
-	// EOS and generation_config.json lack (GLM's <|observation|>, Llama's <|eom_id|>, gpt-oss's <|call|>).
-	ExtraStopIDs []int32
-	// CallIDs is the form of tool call ids the family's template accepts: an id the parser returns is kept when it
-	// has that form, else the loop makes one (deterministic per episode, turn and call).
-	CallIDs family.CallIDStyle
-	Parser  Parser
-	Tools   []ToolBinding
-	Hooks   []HookBinding
-	Reward  *HookBinding
-	// ContextWindow is the effective limit (the config's, or the server's max_model_len).
-	ContextWindow int
+// Deps are the built components an Agent runs with; runtime/system constructs them.
+type Deps struct {
+	// Model serves the model calls (generator, tokenizer, template, parser, stops, context window, the pause gate).
+	Model  *turn.Model
+	Tools  []ToolBinding
+	Hooks  []HookBinding
+	Reward *HookBinding
 	// Provenance is copied into every trajectory (tokenizer/template sha256, plugin sha256s, ...).
 	Provenance map[string]any
-	// Gate, if set, holds each model call while it is closed (a pause for a weight update).
-	Gate   *Gate
-	Logger *slog.Logger
-	// Owned are closed with the agent: the plugin modules BuildAgent loaded for it (their instances would
-	// otherwise stay in the host until it closes).
+	Logger     *slog.Logger
+	// Owned are closed with the agent: the plugin modules loaded for it (their instances would otherwise stay in
+	// the host until it closes).
 	Owned []interface{ Close(context.Context) error }
 }
 
 // Agent runs episodes of one configured agent. It is safe for concurrent use: each Run is independent.
 type Agent struct {
-	cfg       AgentConfig
-	d         AgentDeps
+	cfg       Settings
+	d         Deps
+	m         *turn.Model
 	toolByFn  map[string]*ToolBinding
 	toolSpecs []json.RawMessage
-	stop      map[int32]bool
 	log       *slog.Logger
 
 	closeOnce sync.Once
@@ -101,27 +120,24 @@ type Agent struct {
 }
 
 // NewAgent checks the dependencies and returns an Agent.
-func NewAgent(cfg AgentConfig, d AgentDeps) (*Agent, error) {
-	if d.Generator == nil || d.Tokenizer == nil || d.Template == nil || d.Parser == nil {
-		return nil, errors.New("runtime: agent needs a generator, tokenizer, template and parser")
+func NewAgent(cfg Settings, d Deps) (*Agent, error) {
+	if d.Model == nil {
+		return nil, errors.New("runtime: agent needs a model")
 	}
-	if d.ContextWindow <= 0 {
-		return nil, fmt.Errorf("runtime: agent %q: context window must be > 0", cfg.Name)
+	if err := d.Model.Check(); err != nil {
+		return nil, fmt.Errorf("runtime: agent %q: %w", cfg.Name, err)
 	}
 	if cfg.Sampling.MaxNewTokens <= 0 {
 		return nil, fmt.Errorf("runtime: agent %q: sampling.max_new_tokens must be > 0", cfg.Name)
 	}
-	a := &Agent{cfg: cfg, d: d, toolByFn: map[string]*ToolBinding{}, stop: map[int32]bool{}, log: d.Logger}
+	a := &Agent{cfg: cfg, d: d, m: d.Model, toolByFn: map[string]*ToolBinding{}, log: d.Logger}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
-	}
-	for _, id := range d.StopIDs {
-		a.stop[id] = true
 	}
 	for i := range d.Tools {
 		tb := &d.Tools[i]
 		for _, spec := range tb.Specs {
-			name, err := specName(spec)
+			name, err := turn.ToolName(spec)
 			if err != nil {
 				return nil, fmt.Errorf("runtime: agent %q: tool plugin %s: %w", cfg.Name, tb.Plugin, err)
 			}
@@ -163,25 +179,35 @@ func (a *Agent) ResumesPartial() bool { return a.cfg.PartialRollout == PartialRe
 // ToolSpecs are the specs rendered into the first prompt, in plugin order.
 func (a *Agent) ToolSpecs() []json.RawMessage { return a.toolSpecs }
 
-// specName reads the function name of an OpenAI-style spec ({"type":"function","function":{"name":...}}) or a
-// bare {"name":...}.
-func specName(spec json.RawMessage) (string, error) {
-	var s struct {
-		Name     string `json:"name"`
-		Function *struct {
-			Name string `json:"name"`
-		} `json:"function"`
+// Model is the agent's model (what the front door serves it with).
+func (a *Agent) Model() *turn.Model { return a.m }
+
+// Sampling are the agent's sampling params (the front door's defaults too).
+func (a *Agent) Sampling() turn.Sampling { return a.cfg.Sampling }
+
+// HasTools reports whether the agent has tools.
+func (a *Agent) HasTools() bool { return len(a.d.Tools) > 0 }
+
+// Provenance is what every trajectory of the agent records of what made it.
+func (a *Agent) Provenance() map[string]any { return a.d.Provenance }
+
+// HasReward reports whether the agent has a reward plugin.
+func (a *Agent) HasReward() bool { return a.d.Reward != nil }
+
+// Reward scores a finished conversation with the agent's reward plugin (its episode_end hook), as an episode's
+// end does: its messages, status, label and metadata. Without a reward plugin it gives none.
+func (a *Agent) Reward(ctx context.Context, msgs []tito.Message, status, reason string, label, metadata json.RawMessage) (*float64, map[string]float64, error) {
+	rb := a.d.Reward
+	if rb == nil {
+		return nil, nil, nil
 	}
-	if err := json.Unmarshal(spec, &s); err != nil {
-		return "", fmt.Errorf("tool spec is not a JSON object: %w", err)
+	ev := &abi.Event{Event: abi.EventEpisodeEnd, Status: status, StopReason: reason, Messages: hookMessages(msgs),
+		Label: abi.RawJSON(label), Metadata: abi.RawJSON(metadata)}
+	r, err := rb.Hook.Handle(ctx, ev)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reward %s: %w", rb.Plugin, err)
 	}
-	if s.Function != nil && s.Function.Name != "" {
-		return s.Function.Name, nil
-	}
-	if s.Name != "" {
-		return s.Name, nil
-	}
-	return "", fmt.Errorf("tool spec without a name: %s", spec)
+	return r.Reward, r.Metrics, nil
 }
 
 // Episode is one sample to run.
@@ -195,7 +221,12 @@ type Episode struct {
 	Label       json.RawMessage
 	Metadata    json.RawMessage
 	// Sampling overrides the agent's sampling params for this request.
-	Sampling *Sampling
+	Sampling *turn.Sampling
+	// MaxResponseTokens is the episode-wide response budget (0: the agent's max_response_tokens).
+	MaxResponseTokens int
+	// Events, if set, is told of the episode's steps as they happen (Event): model calls, tool calls and their
+	// results. It is called from the episode's goroutine and must not block.
+	Events func(Event)
 	// firstPrompt, shared by the samples of one item (Item.Episodes), renders and tokenizes their identical
 	// first prompt once.
 	firstPrompt *sharedPrompt
@@ -210,11 +241,13 @@ type sharedPrompt struct {
 
 // episode is the state of one running episode.
 type episode struct {
-	a         *Agent
-	ep        Episode
-	traj      *tito.Trajectory
-	msgs      []tito.Message
-	sampling  Sampling
+	a        *Agent
+	ep       Episode
+	traj     *tito.Trajectory
+	msgs     []tito.Message
+	sampling turn.Sampling
+	// budget is the episode-wide response budget (0: none): tokens after the first prompt.
+	budget    int
 	counts    abi.Counts
 	state     map[int]abi.RawJSON // per hook: the state it returned last
 	parseErrs map[string]int
@@ -239,9 +272,13 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
 	if ep.Sampling != nil {
 		e.sampling = e.sampling.Merge(*ep.Sampling)
 	}
-	if a.cfg.EpisodeTimeout.Duration > 0 {
+	e.budget = a.cfg.MaxResponseTokens
+	if ep.MaxResponseTokens > 0 {
+		e.budget = ep.MaxResponseTokens
+	}
+	if a.cfg.EpisodeTimeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, a.cfg.EpisodeTimeout.Duration)
+		ctx, cancel = context.WithTimeout(ctx, a.cfg.EpisodeTimeout)
 		defer cancel()
 	}
 	defer func() {
@@ -255,18 +292,18 @@ func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
 	return e.traj
 }
 
-func (e *episode) finish(status, reason, errText string) {
+func (e *episode) finish(status, reason, text string) {
 	if e.traj.Status != "" {
 		return
 	}
-	e.traj.Status, e.traj.StatusReason, e.traj.Error = status, reason, errText
-}
-
-// renderOptions are the same for the first prompt and every delta: a delta is the tail of the render of the whole
-// conversation, and transformers renders that with the tools (Hermes-3's template even iterates them
-// unconditionally; Mistral's writes them before the last user message).
-func (e *episode) renderOptions() tito.RenderOptions {
-	return tito.RenderOptions{AddGenerationPrompt: true, Kwargs: e.a.cfg.ChatTemplateKwargs, Tools: e.a.toolSpecs}
+	e.traj.Status, e.traj.StatusReason = status, reason
+	// text is what failed for a failed or aborted episode, and why it stopped for a clean end (a hook's stop
+	// message, the context window's detail): trainers read error as a failure.
+	if status == StatusFailed || status == StatusAborted {
+		e.traj.Error = text
+	} else {
+		e.traj.StopMessage = text
+	}
 }
 
 func (e *episode) loop(ctx context.Context) {
@@ -281,8 +318,8 @@ func (e *episode) loop(ctx context.Context) {
 	}
 	// A prompt far past the window is refused before it costs memory: first by its bytes (before rendering and
 	// tokenizing), then by its tokens (before the trajectory keeps them).
-	if n, limit := messageBytes(e.msgs), int64(a.d.ContextWindow)*maxPromptBytesPerToken; n > limit {
-		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the messages are %d bytes, more than %d bytes per token of the %d-token context window: refused before tokenizing", n, maxPromptBytesPerToken, a.d.ContextWindow))
+	if n, limit := messageBytes(e.msgs), int64(a.m.ContextWindow)*maxPromptBytesPerToken; n > limit {
+		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the messages are %d bytes, more than %d bytes per token of the %d-token context window: refused before tokenizing", n, maxPromptBytesPerToken, a.m.ContextWindow))
 		e.msgs = []tito.Message{} // nor kept in the trajectory: the error says what was refused
 		return
 	}
@@ -291,8 +328,8 @@ func (e *episode) loop(ctx context.Context) {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering the first prompt: %v", err))
 		return
 	}
-	if len(ids) > a.d.ContextWindow {
-		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the first prompt is %d tokens, past the %d-token context window: not kept", len(ids), a.d.ContextWindow))
+	if len(ids) > a.m.ContextWindow {
+		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the first prompt is %d tokens, past the %d-token context window: not kept", len(ids), a.m.ContextWindow))
 		e.msgs = []tito.Message{}
 		return
 	}
@@ -303,11 +340,11 @@ func (e *episode) loop(ctx context.Context) {
 		return
 	}
 	for {
-		ids, ok := e.generate(ctx)
+		r, ok := e.generate(ctx)
 		if !ok {
 			return
 		}
-		calls, ok := e.handleResponse(ctx, ids)
+		calls, ok := e.handleResponse(ctx, r)
 		if !ok {
 			return
 		}
@@ -317,7 +354,24 @@ func (e *episode) loop(ctx context.Context) {
 		if !e.appendResults(ctx, calls) {
 			return
 		}
+		if e.budgetLeft() <= 0 {
+			// The results fill the budget: no room for another response. They were never sent, so end drops them
+			// and the trajectory ends on the model's last response (a reward lands on a token the model chose).
+			e.finish(StatusTruncated, ReasonResponseBudget, fmt.Sprintf("the response reached %d tokens with the tool results, the budget is %d", e.responseLen(), e.budget))
+			return
+		}
 	}
+}
+
+// responseLen is the episode's response so far: every token after the first prompt.
+func (e *episode) responseLen() int { return e.traj.Len() - e.traj.PromptLength() }
+
+// budgetLeft is what the response budget still allows (math.MaxInt without a budget).
+func (e *episode) budgetLeft() int {
+	if e.budget <= 0 {
+		return math.MaxInt
+	}
+	return e.budget - e.responseLen()
 }
 
 // beginEnvs creates the episode's remote environments, in tool order, with the sample's metadata. It runs once
@@ -334,7 +388,7 @@ func (e *episode) beginEnvs(ctx context.Context) bool {
 		d := time.Since(t0)
 		e.waited += d // waiting for a slot or the service is not runtime overhead
 		// How long episodes wait for their environments (a slot, the pacing, retries, the service's start).
-		e.traj.SetMetric("env.begin_ms", e.traj.Metrics["env.begin_ms"]+millis(d))
+		e.traj.SetMetric("env.begin_ms", e.traj.Metrics["env.begin_ms"]+turn.Millis(d))
 		if err == nil {
 			continue
 		}
@@ -373,13 +427,7 @@ func messageBytes(msgs []tito.Message) int64 {
 // firstPrompt renders the whole conversation (system, tool specs, history, user) and tokenizes it, once per
 // item when its samples share it (the ids are only read afterwards: AppendPrompt copies them).
 func (e *episode) firstPrompt() ([]int32, error) {
-	render := func() ([]int32, error) {
-		text, err := e.a.d.Template.Render(e.msgs, e.renderOptions())
-		if err != nil {
-			return nil, err
-		}
-		return e.a.d.Tokenizer.Encode(text, false), nil
-	}
+	render := func() ([]int32, error) { return e.a.m.Prompt(e.msgs, e.a.toolSpecs) }
 	sp := e.ep.firstPrompt
 	if sp == nil {
 		return render()
@@ -397,147 +445,80 @@ func (e *episode) appendPrompt(ids []int32) bool {
 	return true
 }
 
-// maxResumes bounds how often one turn is continued after an abort, so that a server that aborts every
-// request cannot hold an episode forever.
-const maxResumes = 16
-
-// generate makes one model call: clamp to the context window, call SGLang, append the response verbatim. A
-// response aborted by a pause or weight update is, under partial_rollout = "resume", kept verbatim and
-// continued on the new weights (the same turn, input = trajectory + partial output) until it finishes. It
-// returns the turn's output ids, or false when the episode ended.
-func (e *episode) generate(ctx context.Context) ([]int32, bool) {
+// generate makes one model call (turn.Model.Call: the pause gate, the context window, SGLang, abort on
+// cancellation, resumed partial rollouts, the response appended verbatim, decoded and parsed) and returns its
+// result, or false when the episode ended: the call failed, or max_new_tokens or the context window cut the
+// reply short (the episode is truncated).
+func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 	a := e.a
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop {
 		return nil, false
 	}
-	var (
-		turnIDs []int32 // the turn's output so far (partial outputs of aborted calls, then the last)
-		partial bool    // the trajectory ends in an aborted response segment of this turn
-		cut     bool    // the last call's max_new_tokens was cut to the context window's room
-		fr      *sglang.FinishReason
-	)
-	for resumes := 0; ; resumes++ {
-		ids, start := e.traj.NextRequest()
-		room := a.d.ContextWindow - len(ids)
-		if room <= 0 {
+	turnSeed := fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls+1) // the turn's ids are made once it is counted
+	// The response budget caps the turn's max_new_tokens (a resumed turn's continuations included, as turn.Call
+	// counts its partial outputs against it); a length finish under that cap is the budget's.
+	sampling, budgetCut := e.sampling, false
+	if left := e.budgetLeft(); left <= 0 {
+		e.finish(StatusTruncated, ReasonResponseBudget, "")
+		return nil, false
+	} else if left < sampling.MaxNewTokens {
+		sampling.MaxNewTokens, budgetCut = left, true
+	}
+	// The group's samples share a worker (sglang.WithGroup), where their shared first prompt is cached.
+	r, err := a.m.Call(sglang.WithGroup(ctx, e.ep.GroupID), e.traj, turn.CallRequest{
+		Key:        e.ep.ID,
+		RID:        fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls),
+		Sampling:   sampling,
+		Resume:     a.cfg.PartialRollout == PartialResume,
+		Since:      e.since,
+		Waited:     e.waited,
+		CallIDSeed: turnSeed,
+		PriorCalls: e.priorCalls(),
+	})
+	e.counts.ResponseTokens += len(r.OutputIDs)
+	if err != nil {
+		var ae *turn.AbortError
+		var ie *turn.InvariantError
+		switch {
+		case errors.Is(err, turn.ErrContextFull):
 			e.finish(StatusTruncated, ReasonContextWindow, "")
-			return nil, false
-		}
-		budget := e.sampling.MaxNewTokens - len(turnIDs)
-		maxNew := min(budget, room)
-		cut = maxNew < budget
-		tw := time.Now()
-		if err := a.d.Gate.Wait(ctx); err != nil {
-			e.generateFailed(ctx, err)
-			return nil, false
-		}
-		e.waited += time.Since(tw)
-		rid := fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls)
-		if resumes > 0 {
-			rid = fmt.Sprintf("%s.r%d", rid, resumes)
-		}
-		req := &sglang.GenerateRequest{
-			InputIDs:        ids,
-			SamplingParams:  e.samplingParams(maxNew),
-			ReturnLogprob:   true,
-			LogprobStartLen: start,
-			RID:             rid,
-		}
-		t0 := time.Now()
-		own := t0.Sub(e.since) - e.waited
-		resp, err := a.d.Generator.Generate(ctx, e.ep.ID, req)
-		done := time.Now()
-		e.since, e.waited = done, 0
-		var ae *sglang.AbortError
-		if a.cfg.PartialRollout == PartialResume && errors.As(err, &ae) && ae.Response != nil && ctx.Err() == nil {
-			// *sglang.Client reports an abort as an error holding the partial response: resume from it
-			resp, err = ae.Response, nil
-			if resp.MetaInfo.FinishReason == nil {
-				resp.MetaInfo.FinishReason = &sglang.FinishReason{Type: sglang.FinishAbort, Message: ae.Message, StatusCode: ae.StatusCode}
-			}
-		}
-		if err != nil {
-			if ab, ok := a.d.Generator.(Aborter); ok && ctx.Err() != nil {
-				// Cancelled mid-generation: make sure the server stops working on it too.
-				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-				ab.AbortRequest(actx, req.RID)
-				cancel()
-			}
-			e.generateFailed(ctx, err)
-			return nil, false
-		}
-		fr = resp.MetaInfo.FinishReason
-		aborted := fr != nil && fr.Type == sglang.FinishAbort
-		if aborted && !e.resumable(ctx, fr, resumes) {
-			e.finish(StatusAborted, ReasonAbortedByRequest, "sglang aborted the request: "+fr.Message)
-			return nil, false
-		}
-		if aborted && len(resp.OutputIDs) == 0 {
-			continue // nothing generated yet: simply ask again once the pause is over
-		}
-		out := tito.Response{
-			InputIDs:        ids,
-			LogprobStartLen: start,
-			InputLogprobs:   inputLogprobs(resp.MetaInfo.InputTokenLogprobs),
-			OutputIDs:       resp.OutputIDs,
-			OutputLogprobs:  outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
-			Turn: tito.TurnInfo{
-				Server:         resp.Server,
-				RID:            resp.MetaInfo.ID,
-				WeightVersion:  resp.MetaInfo.WeightVersion,
-				WeightVersions: weightSpans(resp.MetaInfo.WeightVersions),
-				CachedTokens:   resp.MetaInfo.CachedTokens,
-				PromptTokens:   resp.MetaInfo.PromptTokens,
-				FinishReason:   finishString(fr),
-				LatencyMS:      millis(done.Sub(t0)),
-				OverheadMS:     millis(own + resp.ClientTime),
-			},
-		}
-		add := e.traj.AppendResponse
-		if partial {
-			add = e.traj.AppendContinuation
-		}
-		if err := add(out); err != nil {
+		case errors.As(err, &ae):
+			e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
+		case errors.As(err, &ie):
 			e.finish(StatusFailed, ReasonInvariant, err.Error())
-			return nil, false
+		default:
+			e.generateFailed(ctx, err)
 		}
-		turnIDs = append(turnIDs, resp.OutputIDs...)
-		e.counts.ResponseTokens += len(resp.OutputIDs)
-		if !aborted {
-			break
-		}
-		partial = true
-		if len(turnIDs) >= e.sampling.MaxNewTokens {
-			// the partial output already used the turn's budget: it ends as a length finish would
-			fr, cut = &sglang.FinishReason{Type: sglang.FinishLength}, false
-			break
-		}
+		return nil, false
 	}
-	e.lastStop = -1
-	if n := len(turnIDs); n > 0 && a.stop[turnIDs[n-1]] {
-		e.lastStop = turnIDs[n-1]
-	}
+	e.since, e.waited = r.Done, 0
+	e.lastStop = r.Stop
 	e.counts.ModelCalls++
-	if fr != nil && fr.Type == sglang.FinishLength {
-		e.final = e.decodeResponse(turnIDs)
-		e.dispatch(ctx, &abi.Event{Event: abi.EventAfterModelCall, Response: &abi.ModelResponse{Text: e.final, FinishReason: fr.Type}})
+	e.turnEvent(r)
+	if r.Length() {
+		e.final = r.Text
+		e.dispatch(ctx, &abi.Event{Event: abi.EventAfterModelCall, Response: &abi.ModelResponse{Text: e.final, FinishReason: r.Finish.Type}})
 		e.addMessage(ctx, tito.Message{Role: "assistant", Content: e.final})
-		if cut {
+		switch {
+		case r.Cut:
 			e.finish(StatusTruncated, ReasonContextWindow, "")
-		} else {
+		case budgetCut:
+			e.finish(StatusTruncated, ReasonResponseBudget, "")
+		default:
 			e.finish(StatusTruncated, ReasonLength, "")
 		}
 		return nil, false
 	}
-	return turnIDs, true
+	return r, true
 }
 
-// resumable says whether an aborted call is continued: partial_rollout = "resume", the episode itself was not
-// cancelled, the abort is not a scheduler-side error (a 4xx, such as an over-long input), and the turn has
-// not been resumed maxResumes times already.
-func (e *episode) resumable(ctx context.Context, fr *sglang.FinishReason, resumes int) bool {
-	return e.a.cfg.PartialRollout == PartialResume && ctx.Err() == nil &&
-		(fr.StatusCode == 0 || fr.StatusCode >= 500) && resumes < maxResumes
+// priorCalls counts the tool calls of the conversation so far (Kimi K2's ids count them).
+func (e *episode) priorCalls() int {
+	n := 0
+	for _, m := range e.msgs {
+		n += len(m.ToolCalls)
+	}
+	return n
 }
 
 func (e *episode) generateFailed(ctx context.Context, err error) {
@@ -555,63 +536,43 @@ func (e *episode) generateFailed(ctx context.Context, err error) {
 	}
 }
 
-func (e *episode) samplingParams(maxNew int) sglang.SamplingParams {
-	return e.sampling.params(maxNew, e.a.d.ExtraStopIDs)
-}
-
-// decodeResponse is the text the parser sees: the generated ids decoded with special tokens kept, minus the
-// final end-of-turn token (the turn's terminator, not content).
-func (e *episode) decodeResponse(ids []int32) string {
-	if n := len(ids); n > 0 && e.a.stop[ids[n-1]] {
-		ids = ids[:n-1]
-	}
-	return e.a.d.Tokenizer.Decode(ids, false)
-}
-
 // call is one tool call of a turn: a parsed call, or a parse error that answers as an error result.
 type call struct {
 	tc       abi.ToolCall
 	parseErr *abi.ParseError
 	result   abi.ToolResult
-	outcome  string // ok, error, timeout, cancelled, unknown_tool, parse_error
+	outcome  string        // ok, error, timeout, cancelled, unknown_tool, parse_error, env_error
+	took     time.Duration // the tool's wall time
 }
 
 // handleResponse parses the model's response, records its message and returns the turn's calls (parse errors
 // included), or false when the episode ended.
-func (e *episode) handleResponse(ctx context.Context, ids []int32) ([]*call, bool) {
-	text := e.decodeResponse(ids)
+func (e *episode) handleResponse(ctx context.Context, r *turn.Result) ([]*call, bool) {
+	text := r.Text
 	e.final = text
-	parsed, err := e.a.d.Parser.Parse(ctx, text)
-	if err != nil {
-		e.finish(StatusFailed, ReasonParser, fmt.Sprintf("tool-call parser failed: %v", err))
+	if r.ParseErr != nil {
+		e.finish(StatusFailed, ReasonParser, fmt.Sprintf("tool-call parser failed: %v", r.ParseErr))
 		return nil, false
 	}
 	var calls []*call
-	msg := tito.Message{Role: "assistant", Content: text}
-	prior := 0 // the calls of the conversation so far (Kimi K2's ids count them)
-	for _, m := range e.msgs {
-		prior += len(m.ToolCalls)
+	msg := r.Message()
+	for _, tc := range r.Calls {
+		calls = append(calls, &call{tc: tc})
 	}
-	for i, pc := range parsed.Calls {
-		idx := i
-		c := &call{tc: abi.ToolCall{ID: pc.ID, Name: pc.Name, Arguments: pc.Arguments, Index: &idx}}
-		if !e.a.d.CallIDs.Valid(c.tc.ID) {
-			c.tc.ID = e.a.d.CallIDs.ID(fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls), i, pc.Name, prior)
-		}
-		calls = append(calls, c)
-		msg.ToolCalls = append(msg.ToolCalls, tito.ToolCall{ID: c.tc.ID, Type: "function",
-			Function: tito.FunctionCall{Name: pc.Name, Arguments: json.RawMessage(pc.Arguments)}})
-	}
-	for i := range parsed.Errors {
-		pe := parsed.Errors[i]
+	for i := range r.ParseErrors {
+		pe := r.ParseErrors[i]
 		e.parseErrs[pe.Reason]++
-		calls = append(calls, &call{tc: abi.ToolCall{ID: fmt.Sprintf("parse_error_%d", i)}, parseErr: &pe})
+		// The error result answers as the named tool (when the parser read a name) with an id of the family's form,
+		// so the template renders it as any tool result (Mistral's raise on other ids).
+		n := len(r.Calls) + i
+		id := e.a.m.CallIDs.ID(fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls), n, pe.Name, e.priorCalls())
+		calls = append(calls, &call{tc: abi.ToolCall{ID: id, Name: pe.Name}, parseErr: &pe})
 	}
 	if len(calls) > 0 {
 		e.counts.ToolIters++
 		e.counts.ToolCalls += len(calls)
 	}
-	resp := &abi.ModelResponse{Text: text, FinishReason: sglang.FinishStop, ToolCalls: len(parsed.Calls), ParseErrors: len(parsed.Errors)}
+	resp := &abi.ModelResponse{Text: text, FinishReason: sglang.FinishStop, ToolCalls: len(r.Calls), ParseErrors: len(r.ParseErrors)}
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventAfterModelCall, Response: resp}); stop {
 		e.addMessageQuiet(msg)
 		return nil, false
@@ -623,7 +584,7 @@ func (e *episode) handleResponse(ctx context.Context, ids []int32) ([]*call, boo
 		e.finish(StatusCompleted, "", "")
 		return nil, false
 	}
-	if len(parsed.Errors) > 0 && e.a.cfg.ParseErrors == "stop" {
+	if len(r.ParseErrors) > 0 && e.a.cfg.ParseErrors == ParseStop {
 		e.finish(StatusCompleted, ReasonParseError, "")
 		return nil, false
 	}
@@ -640,7 +601,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 	)
 	for _, c := range calls {
 		if c.parseErr != nil {
-			c.result = errorResult(fmt.Sprintf("Error: the tool call could not be parsed (%s): %s", c.parseErr.Reason, c.parseErr.Raw))
+			c.result = errorResult(parseErrorResult(*c.parseErr))
 			c.outcome = "parse_error"
 			continue
 		}
@@ -662,11 +623,14 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			c.result, c.outcome = errorResult(fmt.Sprintf("Error: unknown tool %q", c.tc.Name)), "unknown_tool"
 			continue
 		}
-		timeout := e.a.cfg.ToolTimeout.Duration
-		if tb.Timeout.Duration > 0 {
-			timeout = tb.Timeout.Duration
+		timeout := e.a.cfg.ToolTimeout
+		if tb.Timeout > 0 {
+			timeout = tb.Timeout
 		}
+		e.emit(Event{Kind: EventToolCall, Turn: e.counts.ModelCalls - 1, CallID: c.tc.ID, Name: c.tc.Name, Arguments: json.RawMessage(c.tc.Arguments)})
 		jobs = append(jobs, func() {
+			t0 := time.Now()
+			defer func() { c.took = time.Since(t0) }()
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			cctx = withOutboundLog(cctx, &e.outbound, c.tc.Name)
@@ -740,6 +704,12 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			e.capResult(c)
 		}
 	}
+	if e.ep.Events != nil {
+		for _, c := range calls {
+			e.emit(Event{Kind: EventToolResult, Turn: e.counts.ModelCalls - 1, CallID: c.tc.ID, Name: c.tc.Name, Outcome: c.outcome,
+				ToolMS: turn.Millis(c.took), Bytes: len(resultText(c.result))})
+		}
+	}
 	return true
 }
 
@@ -758,6 +728,17 @@ func (e *episode) capResult(c *call) {
 
 func errorResult(msg string) abi.ToolResult { return abi.ToolResult{Text: &msg, IsError: true} }
 
+// parseErrorResult is the tool result a malformed call gets, the wording the model learns from (plugins/ABI.md
+// 5.1): the reason code and the parser's message (which parameter, what was wanted, what was got), then the call
+// as the model wrote it.
+func parseErrorResult(pe abi.ParseError) string {
+	msg := pe.Message
+	if msg == "" {
+		msg = "the parser gave no detail"
+	}
+	return "Error: the tool call could not be parsed (" + pe.Reason + "): " + msg + "\nThe call was: " + pe.Raw
+}
+
 // resultText is what the model reads: the text, or the JSON value as JSON.
 func resultText(r abi.ToolResult) string {
 	if r.Text != nil {
@@ -771,43 +752,44 @@ func resultText(r abi.ToolResult) string {
 
 // appendResults adds one tool message per call (message_added may stop the loop here, before any result is
 // tokenized, so the trajectory ends on the model's tool-calling response) and appends their template delta.
+//
+// A turn whose every call was malformed has no tool call to answer: its error results go back as one user message.
+// Templates differ on a tool result without a call: gpt-oss's and MiniMax-M2's raise, Mistral's renders it but
+// then refuses the conversation's roles on the next turn; a user message is valid in every family.
 func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 	msgs := make([]tito.Message, 0, len(calls))
-	for _, c := range calls {
-		msgs = append(msgs, tito.Message{Role: "tool", Content: resultText(c.result), ToolCallID: c.tc.ID, Name: c.tc.Name})
+	if allMalformed(calls) {
+		parts := make([]string, len(calls))
+		for i, c := range calls {
+			parts[i] = resultText(c.result)
+		}
+		msgs = append(msgs, tito.Message{Role: "user", Content: strings.Join(parts, "\n\n")})
+	} else {
+		for _, c := range calls {
+			msgs = append(msgs, tito.Message{Role: "tool", Content: resultText(c.result), ToolCallID: c.tc.ID, Name: c.tc.Name})
+		}
 	}
 	for _, m := range msgs {
 		if e.addMessage(ctx, m) {
 			return false
 		}
 	}
-	text, err := e.a.d.Template.RenderDelta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.renderOptions())
+	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.lastStop)
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false
 	}
-	text = e.trimGeneratedStop(text)
-	return e.appendPrompt(e.a.d.Tokenizer.Encode(text, false))
+	return e.appendPrompt(ids)
 }
 
-// nextMessageStarter is a template whose model stops on the token that begins the next message (GLM-4.6/4.7
-// stop on <|observation|> or <|user|>): *tito.ChatTemplate.
-type nextMessageStarter interface {
-	StartsNextMessage(stop string) bool
-}
-
-// trimGeneratedStop drops from a delta the stop token that the model generated when the template writes it as
-// the start of the next message: it is in the trajectory already, as the response's last token.
-func (e *episode) trimGeneratedStop(delta string) string {
-	ns, ok := e.a.d.Template.(nextMessageStarter)
-	if !ok || e.lastStop < 0 {
-		return delta
+// allMalformed reports whether every call of a turn was a parse error (the assistant message has no tool calls).
+func allMalformed(calls []*call) bool {
+	for _, c := range calls {
+		if c.parseErr == nil {
+			return false
+		}
 	}
-	stop := e.a.d.Tokenizer.Decode([]int32{e.lastStop}, false)
-	if ns.StartsNextMessage(stop) {
-		return strings.TrimPrefix(delta, stop)
-	}
-	return delta
+	return true
 }
 
 // addMessage records a message and tells the hooks; it reports whether a hook stopped the episode.
@@ -954,7 +936,7 @@ func (e *episode) end(ctx context.Context) {
 	t.Warnings = append(t.Warnings, e.warnings...)
 	t.ID, t.ItemID, t.GroupID, t.SampleIndex = e.ep.ID, e.ep.ItemID, e.ep.GroupID, e.ep.SampleIndex
 	t.Label, t.Metadata = e.ep.Label, e.ep.Metadata
-	t.Audit(e.a.d.Tokenizer)
+	t.Audit(e.a.m.Tokenizer)
 	for k, v := range e.a.d.Provenance {
 		t.SetProvenance(k, v)
 	}
@@ -1002,52 +984,6 @@ func hookMessages(ms []tito.Message) []abi.Message {
 	out := make([]abi.Message, len(ms))
 	for i, m := range ms {
 		out[i] = hookMessage(m)
-	}
-	return out
-}
-
-func inputLogprobs(es []sglang.LogprobEntry) []*float64 {
-	out := make([]*float64, len(es))
-	for i := range es {
-		if !es[i].Null {
-			v := es[i].Logprob
-			out[i] = &v
-		}
-	}
-	return out
-}
-
-// outputLogprobs takes meta_info.output_token_logprobs[i][0] bit for bit; a null becomes NaN, which the
-// trajectory refuses (an output token without a logprob is a protocol violation, never silently 0).
-func outputLogprobs(es []sglang.LogprobEntry) []float64 {
-	out := make([]float64, len(es))
-	for i := range es {
-		if es[i].Null {
-			out[i] = math.NaN()
-		} else {
-			out[i] = es[i].Logprob
-		}
-	}
-	return out
-}
-
-func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-func finishString(fr *sglang.FinishReason) string {
-	if fr == nil {
-		return ""
-	}
-	return fr.Type
-}
-
-// weightSpans copies SGLang's per-version output spans into the trajectory's own type.
-func weightSpans(in []sglang.WeightSpan) []tito.WeightSpan {
-	if len(in) == 0 {
-		return nil
-	}
-	out := make([]tito.WeightSpan, len(in))
-	for i, w := range in {
-		out[i] = tito.WeightSpan{Version: w.Version, Start: w.Start, End: w.End}
 	}
 	return out
 }

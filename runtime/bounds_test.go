@@ -12,42 +12,9 @@ import (
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/family"
-	"github.com/agentrt/agentrt/sglang/emulator"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/tito"
 )
-
-// A first prompt past the context window ends the episode before any request, with a clear error, and the
-// trajectory does not keep it: by tokens (just past the window) and by bytes (far past it: never tokenized).
-func TestPromptPastContextWindowIsNotKept(t *testing.T) {
-	ac := defaultAgent()
-	ac.ContextWindow = 64
-	h := newHarness(t, emulator.DefaultConfig(), ac, fastRetry())
-	for _, tc := range []struct {
-		name, prompt, want string
-	}{
-		{"tokens", strings.Repeat("word ", 100), "tokens, past the 64-token context window: not kept"},
-		{"bytes", strings.Repeat("x", 64*64+1), "more than 64 bytes per token of the 64-token context window: refused before tokenizing"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			tr := h.run(t, tc.name, tc.prompt)
-			wantStatus(t, tr, runtime.StatusTruncated, runtime.ReasonContextWindow)
-			if !strings.Contains(tr.Error, tc.want) {
-				t.Errorf("error %q, want it to contain %q", tr.Error, tc.want)
-			}
-			if string(tr.Messages) != "[]" {
-				t.Errorf("the trajectory kept the messages (%d bytes)", len(tr.Messages))
-			}
-			if len(tr.TokenIDs) != 0 || len(tr.Segments) != 0 {
-				t.Errorf("the trajectory kept %d tokens in %d segments of a prompt past the window", len(tr.TokenIDs), len(tr.Segments))
-			}
-		})
-	}
-	for _, r := range h.log.records(t) {
-		if r.Path == "/generate" {
-			t.Fatal("a request was sent for a prompt past the context window")
-		}
-	}
-}
 
 type bigTool struct{ n int }
 
@@ -72,10 +39,10 @@ func TestToolResultIsCapped(t *testing.T) {
 	gen := &scriptGen{tok: tok, replies: []string{call, "\n<think></think>\nDone."}, stops: []string{"<|observation|>", "<|user|>"}}
 	p, _ := parsers.New(prof.Parser)
 	spec := json.RawMessage(`{"type": "function", "function": {"name": "calculator", "description": "Evaluate.", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}}}`)
-	ac := runtime.DefaultAgent()
+	ac := defaultSettings()
 	ac.Name, ac.MaxToolResultBytes = "big", 1000
-	a, err := runtime.NewAgent(ac, runtime.AgentDeps{Generator: gen, Tokenizer: tok, Template: tmpl, Parser: nativeParser{p},
-		StopIDs: []int32{tok.id("<|endoftext|>"), tok.id("<|observation|>"), tok.id("<|user|>")}, ContextWindow: 1 << 20,
+	a, err := runtime.NewAgent(ac, runtime.Deps{Model: &turn.Model{Generator: gen, Tokenizer: tok, Template: tmpl, Parser: nativeParser{p},
+		StopIDs: []int32{tok.id("<|endoftext|>"), tok.id("<|observation|>"), tok.id("<|user|>")}, ContextWindow: 1 << 20},
 		Tools: []runtime.ToolBinding{{Plugin: "big", Tool: bigTool{900_000}, Specs: []json.RawMessage{spec}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/plugin"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -66,8 +67,8 @@ func TestAgentMistralCallIDs(t *testing.T) {
 		`[TOOL_CALLS]calculator[CALL_ID]Ab3De6Gh9[ARGS]{"expression": "5*4"}`, // the model's own id: kept
 		"The answer is 20.",
 	}}
-	agent, err := runtime.NewAgent(runtime.DefaultAgent(), runtime.AgentDeps{Generator: gen, Tokenizer: qwen3.Tokenizer, Template: tmpl,
-		Parser: parser, StopIDs: qwen3.StopIDs, ContextWindow: 1 << 15, CallIDs: family.CallIDAlnum9,
+	agent, err := runtime.NewAgent(defaultSettings(), runtime.Deps{Model: &turn.Model{Generator: gen, Tokenizer: qwen3.Tokenizer, Template: tmpl,
+		Parser: parser, StopIDs: qwen3.StopIDs, ContextWindow: 1 << 15, CallIDs: family.CallIDAlnum9},
 		Tools: []runtime.ToolBinding{{Plugin: "good", Tool: goodTool{}, Specs: []json.RawMessage{spec}}}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/tito"
 )
 
@@ -44,14 +45,14 @@ func TestEpisodeEndReachesEveryHook(t *testing.T) {
 	for _, withReward := range []bool{false, true} {
 		gen := &scriptGen{tok: tok, replies: []string{"\n<think></think>\n5"}, stops: []string{"<|user|>"}}
 		h1, h2 := &endHook{reward: 0.25, metric: "first"}, &endHook{reward: 0.5, metric: "second"}
-		deps := runtime.AgentDeps{Generator: gen, Tokenizer: tok, Template: tmpl, Parser: nativeParser{p},
-			StopIDs: []int32{tok.id("<|endoftext|>"), tok.id("<|observation|>"), tok.id("<|user|>")}, ContextWindow: 1 << 16,
+		deps := runtime.Deps{Model: &turn.Model{Generator: gen, Tokenizer: tok, Template: tmpl, Parser: nativeParser{p},
+			StopIDs: []int32{tok.id("<|endoftext|>"), tok.id("<|observation|>"), tok.id("<|user|>")}, ContextWindow: 1 << 16},
 			Hooks: []runtime.HookBinding{{Plugin: "h1", Hook: h1}, {Plugin: "h2", Hook: h2}}}
 		rw := &endHook{reward: 1, metric: "reward_plugin"}
 		if withReward {
 			deps.Reward = &runtime.HookBinding{Plugin: "rw", Hook: rw}
 		}
-		a, err := runtime.NewAgent(runtime.DefaultAgent(), deps)
+		a, err := runtime.NewAgent(defaultSettings(), deps)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -124,10 +125,10 @@ func TestStopThatBeginsNextMessage(t *testing.T) {
 	gen := &scriptGen{tok: tok, replies: []string{call, "\n<think></think>\nThe answer is 5."}, stops: []string{"<|observation|>", "<|user|>"}}
 	p, _ := parsers.New(prof.Parser)
 	spec := json.RawMessage(`{"type": "function", "function": {"name": "calculator", "description": "Evaluate.", "parameters": {"type": "object", "properties": {"expression": {"type": "string"}}}}}`)
-	ac := runtime.DefaultAgent()
+	ac := defaultSettings()
 	ac.Name, ac.SystemPrompt = "glm", "Use the calculator."
-	a, err := runtime.NewAgent(ac, runtime.AgentDeps{Generator: gen, Tokenizer: tok, Template: tmpl, Parser: nativeParser{p},
-		StopIDs: []int32{tok.id("<|endoftext|>"), tok.id("<|observation|>"), tok.id("<|user|>")}, ContextWindow: 1 << 16,
+	a, err := runtime.NewAgent(ac, runtime.Deps{Model: &turn.Model{Generator: gen, Tokenizer: tok, Template: tmpl, Parser: nativeParser{p},
+		StopIDs: []int32{tok.id("<|endoftext|>"), tok.id("<|observation|>"), tok.id("<|user|>")}, ContextWindow: 1 << 16},
 		Tools: []runtime.ToolBinding{{Plugin: "five", Tool: fiveTool{}, Specs: []json.RawMessage{spec}}}})
 	if err != nil {
 		t.Fatal(err)

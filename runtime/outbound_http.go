@@ -2,12 +2,9 @@ package runtime
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 
-	"github.com/agentrt/agentrt/plugins/sdk/abi"
-	"github.com/agentrt/agentrt/runtime/outbound"
-	"github.com/agentrt/agentrt/runtime/plugin"
+	"github.com/agentrt/agentrt/runtime/outbound/audit"
 	"github.com/agentrt/agentrt/tito"
 )
 
@@ -18,7 +15,7 @@ const ProvOutboundHTTP = "outbound_http"
 // OutboundCall is one outbound request in a trajectory's provenance.
 type OutboundCall struct {
 	Tool string `json:"tool"`
-	outbound.Record
+	audit.Record
 }
 
 // outboundLog collects an episode's outbound requests; tool calls of a turn run concurrently.
@@ -31,7 +28,7 @@ type outboundKey struct{}
 
 // withOutboundLog makes the requests of tool call name land in l.
 func withOutboundLog(ctx context.Context, l *outboundLog, name string) context.Context {
-	return context.WithValue(ctx, outboundKey{}, func(r outbound.Record) {
+	return context.WithValue(ctx, outboundKey{}, func(r audit.Record) {
 		l.mu.Lock()
 		l.calls = append(l.calls, OutboundCall{name, r})
 		l.mu.Unlock()
@@ -56,16 +53,9 @@ func (l *outboundLog) finish(t *tito.Trajectory) {
 	t.SetMetric("outbound_http.denied", float64(denied))
 }
 
-// CallEpisode runs a plugin tool call with its episode in the context (the HTTP grant's per-episode count) and
-// the episode's outbound log as the recorder.
-func (a toolAdapter) CallEpisode(ctx context.Context, episodeID, name string, args json.RawMessage) (abi.ToolResult, error) {
-	rec, _ := ctx.Value(outboundKey{}).(func(outbound.Record))
-	return a.Call(plugin.WithEpisode(ctx, episodeID, rec), name, args)
-}
-
-// EndEpisode forgets the episode's outbound request count.
-func (a toolAdapter) EndEpisode(episodeID string) {
-	if a.mod != nil {
-		a.mod.EndEpisode(episodeID)
-	}
+// OutboundRecorder is the recorder of the tool call running in ctx: what a granted plugin's outbound requests
+// are told to (runtime/plugin.WithEpisode), so that they land in the episode's provenance. Nil outside a call.
+func OutboundRecorder(ctx context.Context) func(audit.Record) {
+	rec, _ := ctx.Value(outboundKey{}).(func(audit.Record))
+	return rec
 }

@@ -3,27 +3,10 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
-	"github.com/agentrt/agentrt/sglang"
 )
-
-// Generator is what an episode needs from inference: one /generate call. *sglang.Client implements it; the
-// episodeID keeps an episode's requests on one worker so its radix cache is reused.
-type Generator interface {
-	Generate(ctx context.Context, episodeID string, req *sglang.GenerateRequest) (*sglang.GenerateResponse, error)
-}
-
-// Tokenizer encodes prompt text and decodes generated ids. *tito.Tokenizer implements it.
-type Tokenizer interface {
-	Encode(text string, addSpecialTokens bool) []int32
-	Decode(ids []int32, skipSpecialTokens bool) string
-}
-
-// Parser turns the text of one completion into tool calls, normal text and parse errors (plugins/ABI.md 5.1).
-type Parser interface {
-	Parse(ctx context.Context, text string) (abi.ParseResult, error)
-}
 
 // Tool runs the tools of one plugin (plugins/ABI.md 5.2). A returned error is a plugin failure (trap, timeout,
 // error envelope); the episode turns it into an error result for the model.
@@ -70,7 +53,7 @@ type ToolBinding struct {
 	// their names route calls to this plugin.
 	Specs []json.RawMessage
 	// Timeout bounds each call (0: the agent's tool_timeout).
-	Timeout Duration
+	Timeout time.Duration
 }
 
 // Hook observes an episode and may steer it (plugins/ABI.md 5.3).

@@ -153,6 +153,9 @@ type Load struct {
 	// Running, Waiting and Retracted count the worker's running, waiting and retracted (preempted, waiting to
 	// run again) requests.
 	Running, Waiting, Retracted int
+	// UsedTokens is the KV tokens the running requests hold; WaitingTokens the uncached prompt tokens of the
+	// waiting ones (num_used_tokens, num_waiting_uncached_tokens).
+	UsedTokens, WaitingTokens int
 }
 
 // Loads reads a worker's GET /v1/loads (SGLang 0.5.x; sglang/srt/entrypoints/v1_loads.py).
@@ -162,6 +165,8 @@ func (c *Client) Loads(ctx context.Context, server string) (Load, error) {
 			TokenUsage     float64 `json:"token_usage"`
 			NumRunningReqs int     `json:"num_running_reqs"`
 			NumWaitingReqs int     `json:"num_waiting_reqs"`
+			UsedTokens     int     `json:"num_used_tokens"`
+			WaitingTokens  int     `json:"num_waiting_uncached_tokens"`
 			Queues         *struct {
 				Retracted int `json:"retracted"`
 			} `json:"queues"`
@@ -175,6 +180,8 @@ func (c *Client) Loads(ctx context.Context, server string) (Load, error) {
 		l.TokenUsage = max(l.TokenUsage, x.TokenUsage)
 		l.Running += x.NumRunningReqs
 		l.Waiting += x.NumWaitingReqs
+		l.UsedTokens += x.UsedTokens
+		l.WaitingTokens += x.WaitingTokens
 		if x.Queues != nil {
 			l.Retracted += x.Queues.Retracted
 		}
@@ -231,6 +238,8 @@ func (c *Client) adaptLoop(w *worker) {
 			continue
 		}
 		warned = false
+		w.serverLoad.Store(int64(l.UsedTokens + l.WaitingTokens))
+		w.loadAt.Store(time.Now().UnixNano())
 		before := w.lim.current()
 		if after := c.adapt(w, l); after != before {
 			c.log.Debug("sglang: adaptive concurrency", "server", w.url, "limit", after, "was", before, "token_usage", l.TokenUsage, "waiting", l.Waiting, "retracted", l.Retracted)

@@ -121,8 +121,8 @@ func TestLoads(t *testing.T) {
 			t.Errorf("include = %q", r.URL.Query().Get("include"))
 		}
 		w.Write([]byte(`{"timestamp":"2026-11-25T00:00:00+00:00","version":"0.5.23","accelerator":null,"num_accelerators":1,"loads":[
-			{"dp_rank":0,"num_running_reqs":3,"num_waiting_reqs":1,"token_usage":0.5,"queues":{"waiting":1,"grammar":0,"paused":0,"retracted":2,"prealloc_ready":0}},
-			{"dp_rank":1,"num_running_reqs":4,"num_waiting_reqs":0,"token_usage":0.75}]}`))
+			{"dp_rank":0,"num_running_reqs":3,"num_waiting_reqs":1,"num_waiting_uncached_tokens":900,"num_used_tokens":5000,"token_usage":0.5,"queues":{"waiting":1,"grammar":0,"paused":0,"retracted":2,"prealloc_ready":0}},
+			{"dp_rank":1,"num_running_reqs":4,"num_waiting_reqs":0,"num_waiting_uncached_tokens":0,"num_used_tokens":7500,"token_usage":0.75}]}`))
 	}))
 	defer srv.Close()
 	cfg := DefaultConfig()
@@ -133,7 +133,7 @@ func TestLoads(t *testing.T) {
 	}
 	defer c.Close()
 	l, err := c.Loads(context.Background(), srv.URL)
-	if err != nil || l != (Load{TokenUsage: 0.75, Running: 7, Waiting: 1, Retracted: 2}) {
+	if err != nil || l != (Load{TokenUsage: 0.75, Running: 7, Waiting: 1, Retracted: 2, UsedTokens: 12500, WaitingTokens: 900}) {
 		t.Fatalf("Loads = %+v, %v", l, err)
 	}
 	gone := httptest.NewServer(http.NotFoundHandler())

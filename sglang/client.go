@@ -46,7 +46,8 @@ type Client struct {
 	closed     atomic.Bool
 	done       chan struct{} // closed by Close: stops the adaptive controllers
 
-	inflight sync.Map // base rid -> *pending, for each Generate in progress (for AbortRequest)
+	inflight sync.Map   // base rid -> *pending, for each Generate in progress (for AbortRequest)
+	places   placements // PlacementLeastLoaded: where each group and episode was placed
 }
 
 // pending is a Generate in progress: where its current attempt runs and under which rid.
@@ -64,9 +65,17 @@ type worker struct {
 	lim  limiter
 
 	inFlight atomic.Int64
-	queued   atomic.Int64
-	requests atomic.Uint64
-	failures atomic.Uint64
+	// inFlightTokens is the input tokens of the requests in flight (the KV cache they hold at the worker).
+	inFlightTokens atomic.Int64
+	queued         atomic.Int64
+	requests       atomic.Uint64
+	failures       atomic.Uint64
+	// queuedTokens is the input tokens of the requests waiting here for a slot.
+	queuedTokens atomic.Int64
+	// serverLoad is the used + waiting tokens of the worker's last /v1/loads reading (adaptive only), taken at
+	// loadAt (UnixNano; 0: never).
+	serverLoad atomic.Int64
+	loadAt     atomic.Int64
 
 	mu             sync.Mutex
 	consecutive    int
@@ -87,6 +96,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 		log:     o.logger,
 		backoff: o.backoff,
 		done:    make(chan struct{}),
+		places:  placements{ttl: cfg.PlacementTTL, m: map[placeKey]*placement{}},
 	}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
@@ -179,10 +189,14 @@ func (c *Client) Gateway() string {
 
 // Generate sends one non-streaming /generate request and returns its response.
 //
-// episodeID drives affinity: requests with the same id go to the same worker (rendezvous hashing), so
-// SGLang's radix cache is reused across the turns of an episode; they spill to the next-ranked worker
-// while that one is at MaxInFlightPerWorker or marked unhealthy. With a gateway, episodeID is sent as
-// X-SMG-Routing-Key. An empty episodeID spreads requests round-robin.
+// episodeID, and the group of ctx (WithGroup), drive affinity, so that SGLang's radix cache is reused: under
+// Config.Affinity "group" a group's requests go to one worker (its samples' shared prompt is cached there),
+// under "episode" each episode picks its own; either way an episode's turns stay where they started. Where a new
+// group or episode goes is Config.Placement: the least-loaded worker, then kept ("least_loaded"), or rendezvous
+// hashing of the key ("rendezvous"). A request spills to another worker while its own is at
+// MaxInFlightPerWorker or marked unhealthy. With a gateway, the key (the group, or episodeID) is sent as
+// X-SMG-Routing-Key. Requests with neither a group nor an episodeID are spread by load (round-robin under
+// rendezvous).
 //
 // req is not modified. If req.RID is empty a random one is sent; retries after the first attempt send
 // RID + "-retry<n>" (SGLang rejects a rid that is still in flight, and the first attempt may be). The
@@ -243,7 +257,7 @@ func (c *Client) Generate(ctx context.Context, episodeID string, req *GenerateRe
 			rid = baseRID + "-retry" + strconv.Itoa(attempt)
 		}
 		wire.RID = rid
-		w, err := c.acquire(ctx, episodeID)
+		w, err := c.acquire(ctx, episodeID, len(req.InputIDs))
 		if err != nil {
 			if lastErr == nil {
 				lastErr = err
@@ -251,12 +265,15 @@ func (c *Client) Generate(ctx context.Context, episodeID string, req *GenerateRe
 			return nil, c.fail("generate", last, rid, attempt-1, lastErr, err)
 		}
 		last = w
+		w.inFlightTokens.Add(int64(len(req.InputIDs)))
 		if c.setAttempt(p, w, rid) {
+			w.inFlightTokens.Add(-int64(len(req.InputIDs)))
 			c.release(w)
 			return nil, &Error{Op: "generate", Server: w.url, RID: rid, Attempts: attempt - 1,
 				Err: &AbortError{Message: "aborted by AbortRequest between retries"}}
 		}
 		resp, retryAfter, err := c.generateOnce(ctx, w, episodeID, &wire)
+		w.inFlightTokens.Add(-int64(len(req.InputIDs)))
 		c.release(w)
 		if err == nil {
 			w.succeeded()
@@ -360,8 +377,10 @@ func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, 
 	if c.cfg.APIKey != "" {
 		hreq.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
-	if w == c.gateway && episodeID != "" {
-		hreq.Header.Set(RoutingKeyHeader, episodeID)
+	if w == c.gateway {
+		if key := c.routeKey(ctx, episodeID); key != "" {
+			hreq.Header.Set(RoutingKeyHeader, key)
+		}
 	}
 	buf := getBuf()
 	defer putBuf(buf)
@@ -474,17 +493,21 @@ func decodeGenerateResponse(body []byte, wantLogprobs bool) (*GenerateResponse, 
 
 // --- worker selection -------------------------------------------------------------------------------------
 
-// acquire picks the worker for an episode and takes one of its in-flight slots, waiting if every candidate
-// is full. Candidates are ranked by rendezvous hash of (worker, episode); the first healthy one with a free
-// slot wins; if none is free the request queues on the first healthy one.
-func (c *Client) acquire(ctx context.Context, episodeID string) (*worker, error) {
+// acquire picks the worker for a request and takes one of its in-flight slots, waiting if every candidate is
+// full: acquireSticky under PlacementLeastLoaded; under PlacementRendezvous the workers are ranked by rendezvous
+// hash of (worker, key), the first healthy one with a free slot wins, and if none is free the request queues on
+// the first healthy one.
+func (c *Client) acquire(ctx context.Context, episodeID string, tokens int) (*worker, error) {
 	ws := c.generators
 	if len(ws) == 1 {
 		w := ws[0]
-		return w, w.acquire(ctx)
+		return w, w.acquire(ctx, tokens)
+	}
+	if c.cfg.Placement != PlacementRendezvous {
+		return c.acquireSticky(ctx, episodeID, tokens)
 	}
 	var buf [16]*worker
-	order := c.rank(buf[:0], episodeID)
+	order := c.rank(buf[:0], c.routeKey(ctx, episodeID))
 	now := time.Now()
 	var firstHealthy *worker
 	for _, w := range order {
@@ -505,7 +528,7 @@ func (c *Client) acquire(ctx context.Context, episodeID string) (*worker, error)
 			return firstHealthy, nil
 		}
 	}
-	return firstHealthy, firstHealthy.acquire(ctx)
+	return firstHealthy, firstHealthy.acquire(ctx, tokens)
 }
 
 // rank orders the /generate targets for a key: highest rendezvous score first; an empty key rotates.
@@ -535,8 +558,9 @@ func (c *Client) rank(dst []*worker, key string) []*worker {
 	return dst
 }
 
-// Rank returns the worker URLs in the order Generate prefers them for episodeID (ignoring load and
-// health): the first one is the episode's home worker. With a gateway it returns just the gateway.
+// Rank returns the worker URLs in the order rendezvous hashing prefers them for a key (an episode id, or a group
+// under AffinityGroup), ignoring load and health: under PlacementRendezvous the first one is the key's home
+// worker. With a gateway it returns just the gateway.
 func (c *Client) Rank(episodeID string) []string {
 	if episodeID == "" {
 		episodeID = "\x00"
@@ -563,12 +587,16 @@ func (w *worker) tryAcquire() bool {
 	return true
 }
 
-func (w *worker) acquire(ctx context.Context) error {
+func (w *worker) acquire(ctx context.Context, tokens int) error {
 	if w.tryAcquire() {
 		return nil
 	}
 	w.queued.Add(1)
-	defer w.queued.Add(-1)
+	w.queuedTokens.Add(int64(tokens))
+	defer func() {
+		w.queued.Add(-1)
+		w.queuedTokens.Add(-int64(tokens))
+	}()
 	if err := w.lim.acquire(ctx); err != nil {
 		return err
 	}

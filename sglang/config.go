@@ -38,6 +38,15 @@ type Config struct {
 	APIKey string `toml:"api_key"`
 	// Adaptive replaces each worker's fixed bound with one driven by the worker's /v1/loads (AdaptiveConfig).
 	Adaptive AdaptiveConfig `toml:"adaptive"`
+	// Affinity is what shares a worker: AffinityGroup ("group", the default: a group's samples, given with
+	// WithGroup) or AffinityEpisode ("episode"). An episode's turns always stay together.
+	Affinity string `toml:"affinity"`
+	// Placement is how a new group or episode finds its worker: PlacementLeastLoaded ("least_loaded", the
+	// default: the fewest tokens in flight) or PlacementRendezvous ("rendezvous").
+	Placement string `toml:"placement"`
+	// PlacementTTL is how long least_loaded placement remembers a group's or episode's worker after its last
+	// request. Default 10m.
+	PlacementTTL time.Duration `toml:"placement_ttl"`
 }
 
 // RetryConfig is the retry policy. The delay before attempt n+1 is
@@ -75,6 +84,9 @@ func DefaultConfig() Config {
 		},
 		UnhealthyAfter: 3,
 		UnhealthyFor:   5 * time.Second,
+		Affinity:       AffinityGroup,
+		Placement:      PlacementLeastLoaded,
+		PlacementTTL:   10 * time.Minute,
 	}
 }
 
@@ -122,6 +134,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("sglang: config: unhealthy_after must be >= 1, got %d", c.UnhealthyAfter)
 	case c.UnhealthyFor < 0:
 		return fmt.Errorf("sglang: config: unhealthy_for must be >= 0, got %v", c.UnhealthyFor)
+	case c.Affinity != AffinityGroup && c.Affinity != AffinityEpisode:
+		return fmt.Errorf("sglang: config: affinity must be %q or %q, got %q", AffinityGroup, AffinityEpisode, c.Affinity)
+	case c.Placement != PlacementLeastLoaded && c.Placement != PlacementRendezvous:
+		return fmt.Errorf("sglang: config: placement must be %q or %q, got %q", PlacementLeastLoaded, PlacementRendezvous, c.Placement)
+	case c.PlacementTTL <= 0:
+		return fmt.Errorf("sglang: config: placement_ttl must be > 0, got %v", c.PlacementTTL)
 	}
 	return c.Adaptive.validate(c)
 }

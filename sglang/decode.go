@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
 )
 
 // fastDecode decodes a /generate response body without reflection for its bulky parts (output_ids and the
@@ -291,46 +293,13 @@ func (s *scanner) literal(lit string) bool {
 // number scans a JSON number (RFC 8259 grammar) and returns its text.
 func (s *scanner) number() ([]byte, bool) {
 	s.ws()
-	b, i := s.b, s.i
-	start := i
-	if i < len(b) && b[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(b) && b[i] == '0':
-		i++
-	case i < len(b) && b[i] >= '1' && b[i] <= '9':
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-	default:
+	end, _, ok := jsonw.NumberEnd(s.b, s.i)
+	if !ok {
 		return nil, false
 	}
-	if i < len(b) && b[i] == '.' {
-		i++
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return nil, false
-		}
-	}
-	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
-		i++
-		if i < len(b) && (b[i] == '+' || b[i] == '-') {
-			i++
-		}
-		d := i
-		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
-			i++
-		}
-		if i == d {
-			return nil, false
-		}
-	}
-	s.i = i
-	return b[start:i], true
+	tok := s.b[s.i:end]
+	s.i = end
+	return tok, true
 }
 
 // integer scans a JSON integer (no fraction or exponent) that fits in bits.

@@ -1,6 +1,6 @@
 // Package sglang is a client for SGLang's native HTTP API (/generate in token ids, health, model info, aborts,
-// pause/continue, weight updates), with retries that follow SGLang's real error behaviour and episode affinity
-// across several workers or a Model Gateway.
+// pause/continue, weight updates), with retries that follow SGLang's real error behaviour and group and episode
+// affinity across several workers or a Model Gateway.
 //
 // It knows nothing of agents, tokenizers or plugins and uses the standard library only.
 //
@@ -32,13 +32,17 @@
 //
 // # Routing
 //
-// With Workers, an episode's requests go to the worker ranked first by rendezvous hashing of the episode id
-// (so its radix cache is reused), spilling to the next-ranked worker while that one has
+// With Workers, an episode's turns stay on one worker (so its radix cache is reused) and, under Config.Affinity
+// "group" (the default), so do the samples of a group (WithGroup(ctx, group)): their shared first prompt is cached
+// where they all run. A new group (or episode) goes to the healthy worker with the fewest tokens in flight (the KV
+// cache its requests hold; with Adaptive, also by its /v1/loads) and is remembered there
+// (Config.Placement "least_loaded", for Config.PlacementTTL after its last request), or to the worker ranked
+// first by rendezvous hashing of its id ("rendezvous"). A request spills to another worker while its own has
 // MaxInFlightPerWorker requests in flight or is marked unhealthy (a refused connection, or UnhealthyAfter
 // transient failures in a row, for UnhealthyFor). Requests beyond every bound queue; Stats reports in-flight,
 // queued, failures and retries. With a Gateway, /generate goes through it with X-SMG-Routing-Key set to the
-// episode id (use the gateway's manual or consistent_hashing policy), and admin calls go to Workers, because
-// the gateway does not serve them.
+// group (or episode) id (use the gateway's manual or consistent_hashing policy), and admin calls go to Workers,
+// because the gateway does not serve them.
 //
 // # Notes
 //

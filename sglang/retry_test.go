@@ -201,7 +201,8 @@ func TestAttemptTimeoutRetried(t *testing.T) {
 	})
 }
 
-// TestUnhealthyRecovers: a worker marked unhealthy gets its episodes back after UnhealthyFor.
+// TestUnhealthyRecovers: under rendezvous placement a worker marked unhealthy gets its episodes back after
+// UnhealthyFor (under least_loaded an episode stays where it went: TestStickyEpisodeStaysAfterRecovery).
 func TestUnhealthyRecovers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var mu sync.Mutex
@@ -218,6 +219,7 @@ func TestUnhealthyRecovers(t *testing.T) {
 		}, func(c *Config) {
 			c.Workers = []string{"http://w1:30000", "http://w2:30000"}
 			c.UnhealthyFor = 10 * time.Second
+			c.Placement = PlacementRendezvous
 		})
 		ep := ""
 		for i := 0; ep == ""; i++ {

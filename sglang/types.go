@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
 )
 
 // Finish reason types, the values of FinishReason.Type.
@@ -289,12 +291,12 @@ func (r *GenerateRequest) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, '{')
 	if r.InputIDs != nil {
 		b = append(b, `"input_ids":`...)
-		b = appendInt32s(b, r.InputIDs)
+		b = jsonw.AppendInts(b, r.InputIDs)
 		b = append(b, ',')
 	}
 	if r.Text != "" {
 		b = append(b, `"text":`...)
-		b = appendString(b, r.Text)
+		b = jsonw.AppendString(b, r.Text)
 		b = append(b, ',')
 	}
 	b = append(b, `"sampling_params":`...)
@@ -315,7 +317,7 @@ func (r *GenerateRequest) appendJSON(b []byte) ([]byte, error) {
 	}
 	if r.RID != "" {
 		b = append(b, `,"rid":`...)
-		b = appendString(b, r.RID)
+		b = jsonw.AppendString(b, r.RID)
 	}
 	if r.Stream {
 		b = append(b, `,"stream":true`...)
@@ -336,43 +338,43 @@ func (p *SamplingParams) MarshalJSON() ([]byte, error) {
 func (p *SamplingParams) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"max_new_tokens":`...)
 	b = strconv.AppendInt(b, int64(p.MaxNewTokens), 10)
-	b = appendFloatField(b, "temperature", p.Temperature)
-	b = appendFloatField(b, "top_p", p.TopP)
-	b = appendIntField(b, "top_k", p.TopK)
-	b = appendFloatField(b, "min_p", p.MinP)
-	b = appendFloatField(b, "frequency_penalty", p.FrequencyPenalty)
-	b = appendFloatField(b, "presence_penalty", p.PresencePenalty)
-	b = appendFloatField(b, "repetition_penalty", p.RepetitionPenalty)
-	b = appendIntField(b, "min_new_tokens", p.MinNewTokens)
+	b = appendField(b, "temperature", p.Temperature, jsonw.AppendFloat)
+	b = appendField(b, "top_p", p.TopP, jsonw.AppendFloat)
+	b = appendField(b, "top_k", p.TopK, appendInt)
+	b = appendField(b, "min_p", p.MinP, jsonw.AppendFloat)
+	b = appendField(b, "frequency_penalty", p.FrequencyPenalty, jsonw.AppendFloat)
+	b = appendField(b, "presence_penalty", p.PresencePenalty, jsonw.AppendFloat)
+	b = appendField(b, "repetition_penalty", p.RepetitionPenalty, jsonw.AppendFloat)
+	b = appendField(b, "min_new_tokens", p.MinNewTokens, appendInt)
 	if len(p.Stop) > 0 {
 		b = append(b, `,"stop":[`...)
 		for i, s := range p.Stop {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendString(b, s)
+			b = jsonw.AppendString(b, s)
 		}
 		b = append(b, ']')
 	}
 	if len(p.StopTokenIDs) > 0 {
 		b = append(b, `,"stop_token_ids":`...)
-		b = appendInt32s(b, p.StopTokenIDs)
+		b = jsonw.AppendInts(b, p.StopTokenIDs)
 	}
 	if p.IgnoreEOS {
 		b = append(b, `,"ignore_eos":true`...)
 	}
-	b = appendBoolField(b, "skip_special_tokens", p.SkipSpecialTokens)
-	b = appendBoolField(b, "spaces_between_special_tokens", p.SpacesBetweenSpecialTokens)
+	b = appendField(b, "skip_special_tokens", p.SkipSpecialTokens, strconv.AppendBool)
+	b = appendField(b, "spaces_between_special_tokens", p.SpacesBetweenSpecialTokens, strconv.AppendBool)
 	if p.NoStopTrim {
 		b = append(b, `,"no_stop_trim":true`...)
 	}
 	if p.JSONSchema != "" {
 		b = append(b, `,"json_schema":`...)
-		b = appendString(b, p.JSONSchema)
+		b = jsonw.AppendString(b, p.JSONSchema)
 	}
 	if p.Regex != "" {
 		b = append(b, `,"regex":`...)
-		b = appendString(b, p.Regex)
+		b = jsonw.AppendString(b, p.Regex)
 	}
 	if p.SamplingSeed != nil {
 		b = append(b, `,"sampling_seed":`...)
@@ -390,35 +392,18 @@ func (p *SamplingParams) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func appendFloatField(b []byte, key string, v *float64) []byte {
+// appendField appends `,"key":` and the value v points to, written by put; nothing when v is nil (unset).
+func appendField[T any](b []byte, key string, v *T, put func([]byte, T) []byte) []byte {
 	if v == nil {
 		return b
 	}
 	b = append(b, ',', '"')
 	b = append(b, key...)
 	b = append(b, '"', ':')
-	return appendFloat(b, *v)
+	return put(b, *v)
 }
 
-func appendIntField(b []byte, key string, v *int) []byte {
-	if v == nil {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, key...)
-	b = append(b, '"', ':')
-	return strconv.AppendInt(b, int64(*v), 10)
-}
-
-func appendBoolField(b []byte, key string, v *bool) []byte {
-	if v == nil {
-		return b
-	}
-	b = append(b, ',', '"')
-	b = append(b, key...)
-	b = append(b, '"', ':')
-	return strconv.AppendBool(b, *v)
-}
+func appendInt(b []byte, v int) []byte { return strconv.AppendInt(b, int64(v), 10) }
 
 // appendExtra appends the keys of extra in sorted order, rejecting keys that typed fields own.
 func appendExtra(b []byte, extra map[string]any, reserved []string, where string) ([]byte, error) {
@@ -439,126 +424,11 @@ func appendExtra(b []byte, extra map[string]any, reserved []string, where string
 			return nil, fmt.Errorf("sglang: %s: Extra key %q: %w", where, k, err)
 		}
 		b = append(b, ',')
-		b = appendString(b, k)
+		b = jsonw.AppendString(b, k)
 		b = append(b, ':')
 		b = append(b, v...)
 	}
 	return b, nil
-}
-
-// appendInt32s appends ids as a JSON array, writing digits in place (a prompt is thousands of ids, and
-// strconv.AppendInt per id costs several times more).
-func appendInt32s(b []byte, ids []int32) []byte {
-	n := len(b)
-	b = slices.Grow(b, 2+6*len(ids))
-	b = b[:cap(b)]
-	b[n] = '['
-	n++
-	for i, id := range ids {
-		if n+12 > len(b) { // room for ",-2147483648" and the closing bracket
-			b = slices.Grow(b[:n], 13+6*(len(ids)-i))
-			b = b[:cap(b)]
-		}
-		if i > 0 {
-			b[n] = ','
-			n++
-		}
-		v := int64(id)
-		if v < 0 {
-			b[n] = '-'
-			n++
-			v = -v
-		}
-		u := uint32(v)
-		if u < 10 {
-			b[n] = byte('0' + u)
-			n++
-			continue
-		}
-		var tmp [10]byte
-		j := len(tmp)
-		for u >= 10 {
-			j--
-			tmp[j] = byte('0' + u%10)
-			u /= 10
-		}
-		j--
-		tmp[j] = byte('0' + u)
-		n += copy(b[n:], tmp[j:])
-	}
-	if n >= len(b) {
-		b = slices.Grow(b[:n], 1)
-		b = b[:cap(b)]
-	}
-	b[n] = ']'
-	return b[:n+1]
-}
-
-// appendFloat formats f as encoding/json does (shortest representation that round-trips).
-func appendFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9, as encoding/json does
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
-}
-
-// appendString appends s as a JSON string, escaping as orjson does (no HTML escaping; invalid UTF-8
-// becomes U+FFFD).
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' && c < utf8.RuneSelf {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, "\ufffd"...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
 
 // --- JSON decoding (for servers that receive requests, such as the emulator) ------------------------------
@@ -638,12 +508,12 @@ func unknownKeys(data []byte, known []string) (map[string]any, error) {
 func (f FinishReason) MarshalJSON() ([]byte, error) {
 	b := make([]byte, 0, 64)
 	b = append(b, `{"type":`...)
-	b = appendString(b, f.Type)
+	b = jsonw.AppendString(b, f.Type)
 	switch f.Type {
 	case FinishStop:
 		b = append(b, `,"matched":`...)
 		if f.MatchedText != "" {
-			b = appendString(b, f.MatchedText)
+			b = jsonw.AppendString(b, f.MatchedText)
 		} else {
 			b = strconv.AppendInt(b, int64(f.MatchedTokenID), 10)
 		}
@@ -652,7 +522,7 @@ func (f FinishReason) MarshalJSON() ([]byte, error) {
 		b = strconv.AppendInt(b, int64(f.Length), 10)
 	case FinishAbort:
 		b = append(b, `,"message":`...)
-		b = appendString(b, f.Message)
+		b = jsonw.AppendString(b, f.Message)
 		b = append(b, `,"status_code":`...)
 		if f.StatusCode != 0 {
 			b = strconv.AppendInt(b, int64(f.StatusCode), 10)
@@ -661,7 +531,7 @@ func (f FinishReason) MarshalJSON() ([]byte, error) {
 		}
 		b = append(b, `,"err_type":`...)
 		if f.ErrType != "" {
-			b = appendString(b, f.ErrType)
+			b = jsonw.AppendString(b, f.ErrType)
 		} else {
 			b = append(b, "null"...)
 		}
@@ -716,12 +586,7 @@ func (e LogprobEntry) appendJSON(b []byte) ([]byte, error) {
 	if e.Null {
 		b = append(b, "null"...)
 	} else {
-		if math.IsNaN(e.Logprob) || math.IsInf(e.Logprob, 0) {
-			// orjson writes non-finite floats as null; so do we, but say so
-			b = append(b, "null"...)
-		} else {
-			b = appendFloat(b, e.Logprob)
-		}
+		b = jsonw.AppendFloat(b, e.Logprob) // a non-finite logprob is null, as orjson writes it
 	}
 	b = append(b, ',')
 	b = strconv.AppendInt(b, int64(e.TokenID), 10)
@@ -729,7 +594,7 @@ func (e LogprobEntry) appendJSON(b []byte) ([]byte, error) {
 	if e.Text == nil {
 		b = append(b, "null"...)
 	} else {
-		b = appendString(b, *e.Text)
+		b = jsonw.AppendString(b, *e.Text)
 	}
 	return append(b, ']'), nil
 }

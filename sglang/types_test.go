@@ -368,31 +368,6 @@ func TestFinishReasonRoundTrip(t *testing.T) {
 	}
 }
 
-func TestAppendStringMatchesEncodingJSON(t *testing.T) {
-	for _, s := range []string{"", "plain", "quote\"back\\slash", "ctl\x00\x01\x1f\t\n\r\b\f", "<tag>&", "héllo 世界 🙂", "bad\xffutf8", "\u2028"} {
-		b := appendString(nil, s)
-		var got string
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatalf("%q -> %s: %v", s, b, err)
-		}
-		var want string
-		enc, _ := json.Marshal(s)
-		_ = json.Unmarshal(enc, &want)
-		if got != want {
-			t.Errorf("%q: decodes to %q, encoding/json gives %q", s, got, want)
-		}
-	}
-}
-
-func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
-	for _, f := range []float64{0, -1.4453125, -0.000217437744140625, -8.1, 1e-7, -3.2e-9, 1e21, 123456789, -0.1} {
-		want, _ := json.Marshal(f)
-		if got := appendFloat(nil, f); !bytes.Equal(got, want) {
-			t.Errorf("%v: got %s want %s", f, got, want)
-		}
-	}
-}
-
 // FuzzLogprobEntry checks the hand-written triple decoder against encoding/json.
 func FuzzLogprobEntry(f *testing.F) {
 	for _, s := range []string{`[-1.4453125, 10234, null]`, `[null,151644,"<|im_start|>"]`, `[-0.5,13,"a\"b"]`,
@@ -443,18 +418,6 @@ func FuzzLogprobEntry(f *testing.F) {
 			t.Fatalf("%q: got %+v want %+v", s, got, want)
 		}
 	})
-}
-
-func TestAppendInt32s(t *testing.T) {
-	ids := []int32{0, 1, -1, 9, 10, 99, 100, 151645, -2147483648, 2147483647, 1000000000}
-	got := appendInt32s([]byte("x"), ids)
-	want, _ := json.Marshal(ids)
-	if string(got) != "x"+string(want) {
-		t.Errorf("got %s want x%s", got, want)
-	}
-	if got := appendInt32s(nil, nil); string(got) != "[]" {
-		t.Errorf("empty: %s", got)
-	}
 }
 
 // FuzzEncodeRequest checks the hand-written request encoder: its output is valid JSON that decodes (with

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -26,6 +27,17 @@ const (
 	// DirAdditionalChatTemplates holds named templates (<name>.jinja) besides the default one.
 	DirAdditionalChatTemplates = "additional_chat_templates"
 )
+
+// IsModelFile reports whether LoadModel reads the file at rel, a "/"-separated path inside a model folder: the
+// files to fetch of a model on a hub (its tokenizer and chat templates, not its weights).
+func IsModelFile(rel string) bool {
+	switch rel {
+	case FileTokenizer, FileTokenizerConfig, FileChatTemplate, FileGenerationConfig, FileSpecialTokensMap:
+		return true
+	}
+	dir, name := path.Split(rel)
+	return dir == DirAdditionalChatTemplates+"/" && strings.HasSuffix(name, ".jinja")
+}
 
 // Model is what agentrt needs of a Hugging Face model folder: the tokenizer, the chat template source, the
 // special tokens and the ids that end a generation. It is read-only after LoadModel and safe for concurrent use.
@@ -88,10 +100,8 @@ type tokenizerConfig struct {
 // special token or added token that disagrees with tokenizer.json, an EOS token that is not in the vocabulary,
 // a malformed chat_template or eos_token_id.
 func LoadModel(dir string) (*Model, error) {
-	if st, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("%w: model folder %s: %w", ErrModelFile, dir, err)
-	} else if !st.IsDir() {
-		return nil, fmt.Errorf("%w: model folder %s: not a directory", ErrModelFile, dir)
+	if err := checkModelFolder(dir); err != nil {
+		return nil, err
 	}
 	m := &Model{Dir: dir}
 	tokPath := filepath.Join(dir, FileTokenizer)
@@ -108,18 +118,26 @@ func LoadModel(dir string) (*Model, error) {
 	return m, nil
 }
 
-func (m *Model) loadConfig() error {
-	cfgPath := filepath.Join(m.Dir, FileTokenizerConfig)
+// checkModelFolder returns an error (wrapping ErrModelFile) when dir is missing or not a directory.
+func checkModelFolder(dir string) error {
+	if st, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("%w: model folder %s: %w", ErrModelFile, dir, err)
+	} else if !st.IsDir() {
+		return fmt.Errorf("%w: model folder %s: not a directory", ErrModelFile, dir)
+	}
+	return nil
+}
+
+// readTokenizerConfig reads the folder's tokenizer_config.json and takes its special tokens (bos, eos, pad, unk and
+// the additional ones) into m.
+func (m *Model) readTokenizerConfig() (cfg tokenizerConfig, cfgPath string, err error) {
+	cfgPath = filepath.Join(m.Dir, FileTokenizerConfig)
 	data, err := os.ReadFile(cfgPath)
 	if err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrModelFile, cfgPath, err)
+		return cfg, cfgPath, fmt.Errorf("%w: %s: %w", ErrModelFile, cfgPath, err)
 	}
-	var cfg tokenizerConfig
 	if err := json.Unmarshal(data, &cfg); err != nil {
-		return fmt.Errorf("%w: %s: invalid JSON: %w", ErrModelFile, cfgPath, err)
-	}
-	bad := func(key string, err error) error {
-		return fmt.Errorf("%w: %s: %s: %w", ErrModelFile, cfgPath, key, err)
+		return cfg, cfgPath, fmt.Errorf("%w: %s: invalid JSON: %w", ErrModelFile, cfgPath, err)
 	}
 	for _, f := range []struct {
 		key string
@@ -128,15 +146,23 @@ func (m *Model) loadConfig() error {
 	}{{"bos_token", cfg.BOSToken, &m.BOSToken}, {"eos_token", cfg.EOSToken, &m.EOSToken},
 		{"pad_token", cfg.PadToken, &m.PadToken}, {"unk_token", cfg.UnkToken, &m.UnkToken}} {
 		if *f.dst, err = tokenString(f.raw); err != nil {
-			return bad(f.key, err)
+			return cfg, cfgPath, fmt.Errorf("%w: %s: %s: %w", ErrModelFile, cfgPath, f.key, err)
 		}
 	}
 	for i, raw := range cfg.AdditionalSpecialTokens {
 		s, err := tokenString(raw)
 		if err != nil {
-			return bad(fmt.Sprintf("additional_special_tokens[%d]", i), err)
+			return cfg, cfgPath, fmt.Errorf("%w: %s: additional_special_tokens[%d]: %w", ErrModelFile, cfgPath, i, err)
 		}
 		m.AdditionalSpecialTokens = append(m.AdditionalSpecialTokens, s)
+	}
+	return cfg, cfgPath, nil
+}
+
+func (m *Model) loadConfig() error {
+	cfg, cfgPath, err := m.readTokenizerConfig()
+	if err != nil {
+		return err
 	}
 	from := map[string]string{} // special token key -> the file it came from, when not tokenizer_config.json
 	if len(cfg.AddedTokensDecoder) == 0 {
@@ -158,7 +184,7 @@ func (m *Model) loadConfig() error {
 			if p, ok := from[f.key]; ok {
 				return fmt.Errorf("%w: %s: %s: %w", ErrModelFile, p, f.key, err)
 			}
-			return bad(f.key, err)
+			return fmt.Errorf("%w: %s: %s: %w", ErrModelFile, cfgPath, f.key, err)
 		}
 	}
 

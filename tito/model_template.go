@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 )
@@ -22,37 +20,13 @@ import (
 //
 // As LoadModel's for tokenizer_config.json and the template files; every error wraps ErrModelFile.
 func LoadModelTemplate(dir string) (*Model, error) {
-	if st, err := os.Stat(dir); err != nil {
-		return nil, fmt.Errorf("%w: model folder %s: %w", ErrModelFile, dir, err)
-	} else if !st.IsDir() {
-		return nil, fmt.Errorf("%w: model folder %s: not a directory", ErrModelFile, dir)
+	if err := checkModelFolder(dir); err != nil {
+		return nil, err
 	}
 	m := &Model{Dir: dir}
-	cfgPath := filepath.Join(dir, FileTokenizerConfig)
-	data, err := os.ReadFile(cfgPath)
+	cfg, cfgPath, err := m.readTokenizerConfig()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrModelFile, cfgPath, err)
-	}
-	var cfg tokenizerConfig
-	if err := json.Unmarshal(data, &cfg); err != nil {
-		return nil, fmt.Errorf("%w: %s: invalid JSON: %w", ErrModelFile, cfgPath, err)
-	}
-	for _, f := range []struct {
-		key string
-		raw json.RawMessage
-		dst *string
-	}{{"bos_token", cfg.BOSToken, &m.BOSToken}, {"eos_token", cfg.EOSToken, &m.EOSToken},
-		{"pad_token", cfg.PadToken, &m.PadToken}, {"unk_token", cfg.UnkToken, &m.UnkToken}} {
-		if *f.dst, err = tokenString(f.raw); err != nil {
-			return nil, fmt.Errorf("%w: %s: %s: %w", ErrModelFile, cfgPath, f.key, err)
-		}
-	}
-	for i, raw := range cfg.AdditionalSpecialTokens {
-		s, err := tokenString(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: additional_special_tokens[%d]: %w", ErrModelFile, cfgPath, i, err)
-		}
-		m.AdditionalSpecialTokens = append(m.AdditionalSpecialTokens, s)
+		return nil, err
 	}
 	for key, raw := range cfg.AddedTokensDecoder {
 		id, err := strconv.ParseInt(key, 10, 32)

@@ -397,3 +397,16 @@ func TestLoadModelMatchesTransformers(t *testing.T) {
 		})
 	}
 }
+
+func TestIsModelFile(t *testing.T) {
+	for rel, want := range map[string]bool{
+		"tokenizer.json": true, "tokenizer_config.json": true, "chat_template.jinja": true, "generation_config.json": true,
+		"special_tokens_map.json": true, "additional_chat_templates/tool_use.jinja": true,
+		"config.json": false, "model.safetensors": false, "vocab.json": false, "additional_chat_templates/x.txt": false,
+		"sub/tokenizer.json": false, "additional_chat_templates/deeper/x.jinja": false,
+	} {
+		if got := IsModelFile(rel); got != want {
+			t.Errorf("IsModelFile(%q) = %v, want %v", rel, got, want)
+		}
+	}
+}

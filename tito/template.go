@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
 )
 
 // ChatTemplate is a parsed Hugging Face chat template. It renders conversations exactly as transformers'
@@ -274,7 +276,7 @@ func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
 	}
 	vars := make(map[string][]byte, 2+len(t.special)+len(o.Kwargs))
 	for k, v := range t.special {
-		vars[k] = jsonString(v)
+		vars[k] = jsonw.AppendString(nil, v)
 	}
 	for k, v := range o.Kwargs {
 		if isReserved(k) {
@@ -315,7 +317,7 @@ func (t *ChatTemplate) prepare(o RenderOptions) (*prepared, error) {
 		if i > 0 {
 			obj.WriteByte(',')
 		}
-		obj.Write(jsonString(k))
+		writeJSONString(&obj, k)
 		obj.WriteByte(':')
 		obj.Write(vars[k])
 	}
@@ -561,51 +563,11 @@ func writeTemplateFields(b *bytes.Buffer, fs []kv) error {
 	return nil
 }
 
-// writeJSONString writes s as a JSON string: quotes, backslashes and control characters escaped, invalid UTF-8
-// replaced by U+FFFD (as encoding/json does), everything else as is.
+// writeJSONString writes s as a JSON string (internal/jsonw's policy: invalid UTF-8 becomes U+FFFD, as
+// replaceInvalidUTF8 writes it).
 func writeJSONString(b *bytes.Buffer, s string) {
-	const hex = "0123456789abcdef"
-	b.WriteByte('"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b.WriteString(s[start:i])
-			switch c {
-			case '"', '\\':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case '\n':
-				b.WriteString(`\n`)
-			case '\r':
-				b.WriteString(`\r`)
-			case '\t':
-				b.WriteString(`\t`)
-			default:
-				b.WriteString(`\u00`)
-				b.WriteByte(hex[c>>4])
-				b.WriteByte(hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b.WriteString(s[start:i])
-			b.WriteString(`\ufffd`)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	b.WriteString(s[start:])
-	b.WriteByte('"')
+	b.Grow(len(s) + 2) // room for s unescaped (the buffer grows by doubling, so escapes seldom need more)
+	b.Write(jsonw.AppendString(b.AvailableBuffer(), s))
 }
 
 // replaceInvalidUTF8 replaces each byte that is not part of valid UTF-8 by U+FFFD, as writeJSONString does for
@@ -627,11 +589,6 @@ func replaceInvalidUTF8(s string) string {
 	return b.String()
 }
 
-func jsonString(s string) []byte {
-	b, _ := json.Marshal(s)
-	return b
-}
-
 // writeGoValue encodes a kwarg value as JSON, keeping floats floats (1.0 stays 1.0, as Python prints it).
 func writeGoValue(b *bytes.Buffer, v any) error {
 	switch x := v.(type) {
@@ -640,7 +597,7 @@ func writeGoValue(b *bytes.Buffer, v any) error {
 	case bool:
 		b.WriteString(strconv.FormatBool(x))
 	case string:
-		b.Write(jsonString(x))
+		writeJSONString(b, x)
 	case int:
 		b.WriteString(strconv.Itoa(x))
 	case int64:
@@ -649,11 +606,11 @@ func writeGoValue(b *bytes.Buffer, v any) error {
 		if math.IsNaN(x) || math.IsInf(x, 0) {
 			return fmt.Errorf("%v cannot be passed to a template", x)
 		}
-		s := strconv.FormatFloat(x, 'g', -1, 64)
-		if !strings.ContainsAny(s, ".e") {
-			s += ".0"
+		f := jsonw.AppendFloat(b.AvailableBuffer(), x)
+		if !bytes.ContainsAny(f, ".e") {
+			f = append(f, ".0"...)
 		}
-		b.WriteString(s)
+		b.Write(f)
 	case json.RawMessage:
 		if !json.Valid(x) {
 			return fmt.Errorf("invalid JSON %s", abbrevJSON(x))
@@ -681,7 +638,7 @@ func writeGoValue(b *bytes.Buffer, v any) error {
 			if i > 0 {
 				b.WriteByte(',')
 			}
-			b.Write(jsonString(k))
+			writeJSONString(b, k)
 			b.WriteByte(':')
 			if err := writeGoValue(b, x[k]); err != nil {
 				return err
@@ -782,6 +739,10 @@ func (t *ChatTemplate) defuse(content string) string {
 	return content
 }
 
+// lastTurnTail is how many bytes of the history's last message checkLastTurn looks for when the template does not
+// write the whole message.
+const lastTurnTail = 32
+
 // checkLastTurn checks that the cut follows the history's last message: its content is in the text before the
 // cut, with no stop token between it and the cut but the one that ends the turn. A template that writes the last
 // turn differently once messages follow (gpt-oss ends a final answer with <|end|>, where the model generated
@@ -792,6 +753,15 @@ func (t *ChatTemplate) checkLastTurn(text string, last *Message) error {
 		return nil // nothing to find it by (templates drop the text of tool-calling turns); the golden tests cover these
 	}
 	i := strings.LastIndex(text, c)
+	if i < 0 && len(c) > lastTurnTail {
+		// Templates drop a turn's reasoning (MiniMax-M2 and GLM write what follows </think>): find it by its end.
+		k := len(c) - lastTurnTail
+		for k < len(c) && !utf8.RuneStart(c[k]) {
+			k++
+		}
+		c = c[k:]
+		i = strings.LastIndex(text, c)
+	}
 	if i < 0 {
 		return fmt.Errorf("tito: render delta: the history's last message (%s) is not before the end of the history found in the render (%q): the template writes that turn differently once messages follow", last.Role, tmplTail(text))
 	}

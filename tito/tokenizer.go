@@ -304,6 +304,20 @@ func (t *Tokenizer) TokenID(token string) (int32, bool) {
 	return id, ok
 }
 
+// Token returns the token of id in its tokenizer.json spelling (Hugging Face's id_to_token: "Ġhello" for byte-level
+// BPE, "▁hello" for SentencePiece, added tokens as written), and whether the vocabulary has one. It is TokenID's
+// inverse; Decode gives the text.
+func (t *Tokenizer) Token(id int32) (string, bool) {
+	t.loadVocab()
+	if id < 0 || int(id) >= len(t.tokens) || t.tokens[id] == "" {
+		return "", false
+	}
+	return t.tokens[id], true
+}
+
+// IsSpecial reports whether id is an added token marked special (the tokens skip_special_tokens drops).
+func (t *Tokenizer) IsSpecial(id int32) bool { return t.special[id] }
+
 // AddedTokens returns tokenizer.json's added tokens (special and not), in file order. The slice is a copy.
 func (t *Tokenizer) AddedTokens() []AddedToken {
 	return append([]AddedToken(nil), t.added...)

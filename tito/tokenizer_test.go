@@ -104,6 +104,23 @@ func TestTokenizerGolden(t *testing.T) {
 				if got, ok := tk.TokenID(tok); !ok || got != want {
 					t.Errorf("TokenID(%q) = %d, %v; want %d", tok, got, ok, want)
 				}
+				if got, ok := tk.Token(want); !ok || got != tok {
+					t.Errorf("Token(%d) = %q, %v; want %q", want, got, ok, tok)
+				}
+			}
+			if _, ok := tk.Token(int32(g.VocabSize) + 10); ok {
+				t.Errorf("Token(%d) (past the vocabulary) reports a token", g.VocabSize+10)
+			}
+			if _, ok := tk.Token(-1); ok {
+				t.Error("Token(-1) reports a token")
+			}
+			for _, a := range tk.AddedTokens() {
+				if tk.IsSpecial(a.ID) != a.Special {
+					t.Errorf("IsSpecial(%d) (%q) = %v, tokenizer.json says special %v", a.ID, a.Content, !a.Special, a.Special)
+				}
+			}
+			if id, _ := tk.TokenID("hello"); tk.IsSpecial(id) {
+				t.Errorf("IsSpecial(%d) (hello) = true", id)
 			}
 			for _, c := range g.Encode {
 				t.Run("encode/"+c.Name, func(t *testing.T) {

@@ -127,16 +127,20 @@ func (t *Trajectory) appendSpans(spans []WeightSpan) {
 // A Trajectory is not safe for concurrent use; one episode owns it. The exported fields may be read freely;
 // modify the token arrays and segments only through the methods (Validate re-checks everything).
 type Trajectory struct {
-	ID           string   `json:"id"`
-	ItemID       string   `json:"item_id,omitempty"`
-	GroupID      string   `json:"group_id,omitempty"`
-	SampleIndex  int      `json:"sample_index"`
-	Status       string   `json:"status"`                  // completed, truncated, aborted, failed ("" while running)
-	StatusReason string   `json:"status_reason,omitempty"` // why it ended (length, context_window, ...)
-	Error        string   `json:"error,omitempty"`         // what failed, for failed and aborted trajectories
-	TokenIDs     []int32  `json:"token_ids"`
-	LossMask     Mask     `json:"loss_mask"`
-	Logprobs     Logprobs `json:"logprobs"`
+	ID           string `json:"id"`
+	ItemID       string `json:"item_id,omitempty"`
+	GroupID      string `json:"group_id,omitempty"`
+	SampleIndex  int    `json:"sample_index"`
+	Status       string `json:"status"`                  // completed, truncated, aborted, failed ("" while running)
+	StatusReason string `json:"status_reason,omitempty"` // why it ended (length, context_window, ...)
+	Error        string `json:"error,omitempty"`         // what failed, for failed and aborted trajectories
+	// StopMessage says in words why a truncated episode stopped where it did: the message of the hook whose stop
+	// ended it (plugins/ABI.md 5.3; the limiter's "Max tool iterations (5) reached."), or the context window's or
+	// the response budget's detail. It is not an error: the episode ended cleanly.
+	StopMessage string   `json:"stop_message,omitempty"`
+	TokenIDs    []int32  `json:"token_ids"`
+	LossMask    Mask     `json:"loss_mask"`
+	Logprobs    Logprobs `json:"logprobs"`
 	// WeightVersions say which weights generated which tokens: spans [Start, End) of token_ids, in order, inside
 	// response segments, one per version change (a turn generated across a weight update has two). Response
 	// tokens of a server that reports no version have none. TokenWeightVersions expands them per token.
@@ -172,6 +176,7 @@ const (
 	ProvPlugins         = "plugins"         // map plugin name -> sha256
 	ProvSamplingParams  = "sampling_params" // the sampling params sent to SGLang
 	ProvModel           = "model"           // the model folder or name
+	ProvModelRevision   = "model_revision"  // for a hub model id: the commit its files are pinned to
 )
 
 // NewTrajectory returns an empty trajectory.

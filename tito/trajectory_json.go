@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
 )
 
 // Mask is a loss mask: 1 on tokens the model sampled, 0 elsewhere. It encodes to JSON as an array of 0/1
@@ -14,7 +16,9 @@ import (
 type Mask []uint8
 
 // MarshalJSON implements json.Marshaler.
-func (m Mask) MarshalJSON() ([]byte, error) { return appendMask(make([]byte, 0, 2*len(m)+2), m), nil }
+func (m Mask) MarshalJSON() ([]byte, error) {
+	return jsonw.AppendInts(make([]byte, 0, 2*len(m)+2), m), nil
+}
 
 // UnmarshalJSON implements json.Unmarshaler: an array of 0 and 1, or null.
 func (m *Mask) UnmarshalJSON(b []byte) error {
@@ -93,44 +97,18 @@ func jsonNumberBytes(b []byte) bool {
 	return true
 }
 
-func appendIDs(b []byte, ids []int32) []byte {
-	b = append(b, '[')
-	for i, id := range ids {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, int64(id), 10)
-	}
-	return append(b, ']')
-}
-
-func appendMask(b []byte, m []uint8) []byte {
-	b = append(b, '[')
-	for i, x := range m {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendUint(b, uint64(x), 10)
-	}
-	return append(b, ']')
-}
-
+// appendLogprobs writes l with NaN as null and -0 as -0.0 (jsonw's policy: "-0" would read back as the integer 0
+// in Python, losing the sign bit).
 func appendLogprobs(b []byte, l []float64) ([]byte, error) {
 	b = append(b, '[')
 	for i, f := range l {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		switch {
-		case math.IsNaN(f):
-			b = append(b, "null"...)
-		case math.IsInf(f, 0):
+		if math.IsInf(f, 0) {
 			return nil, fmt.Errorf("tito: logprobs[%d] is %v, which JSON cannot carry", i, f)
-		case f == 0 && math.Signbit(f):
-			b = append(b, "-0.0"...) // "-0" would read back as the integer 0 in Python, losing the sign bit
-		default:
-			b = strconv.AppendFloat(b, f, 'g', -1, 64)
 		}
+		b = jsonw.AppendFloat(b, f)
 	}
 	return append(b, ']'), nil
 }
@@ -180,13 +158,14 @@ func (t *Trajectory) AppendJSON(b []byte) ([]byte, error) {
 	field("status", t.Status, false)
 	field("status_reason", t.StatusReason, true)
 	field("error", t.Error, true)
+	field("stop_message", t.StopMessage, true)
 	if err != nil {
 		return nil, err
 	}
 	b = append(b, `,"token_ids":`...)
-	b = appendIDs(b, t.TokenIDs)
+	b = jsonw.AppendInts(b, t.TokenIDs)
 	b = append(b, `,"loss_mask":`...)
-	b = appendMask(b, t.LossMask)
+	b = jsonw.AppendInts(b, t.LossMask)
 	b = append(b, `,"logprobs":`...)
 	if b, err = appendLogprobs(b, t.Logprobs); err != nil {
 		return nil, err

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,22 +12,19 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
 )
 
 func runEmulate(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("emulate", flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: agentrt emulate --model DIR [flags]\n\nServe a protocol-faithful SGLang stand-in (no GPU) on --addr; it prints the address it listens on.\n\nflags:")
-		fs.PrintDefaults()
-	}
+	fs := newFlags("agentrt emulate", "emulate", io, "usage: agentrt emulate --model DIR|ORG/NAME [--revision REV] [flags]\n\nServe a protocol-faithful SGLang stand-in (no GPU) on --addr; it prints the address it listens on.\n\nflags:\n")
 	def := emulator.DefaultConfig()
-	model := fs.String("model", "", "Hugging Face model folder (tokenizer.json, tokenizer_config.json): the tokenizer and stop ids")
+	model := fs.String("model", "", "Hugging Face model folder (tokenizer.json, tokenizer_config.json), or a model id (Org/Name) fetched into the hub cache: the tokenizer and stop ids")
+	revision := fs.String("revision", "", "branch, tag or commit of a Hugging Face model id (default main)")
 	addr := fs.String("addr", "127.0.0.1:30000", "listen address (port 0 picks a free port)")
 	seed := fs.Uint64("seed", 0, "seed: replies, non-canonical and malformed choices and fault draws are deterministic for a seed")
-	policy := fs.String("policy", emulator.PolicyAgentic, "reply policy: agentic or scripted")
+	policy := fs.String("policy", emulator.PolicyAgentic, "reply policy: agentic (arithmetic to a calculator tool; else the tool the task names, arguments from its schema) or scripted (the --script replies)")
 	format := fs.String("format", "", "tool-call format of agentic replies: hermes, qwen3_coder, llama3, seed_oss, minimax-m2, kimi_k2, glm45 (GLM-4.5/4.6), glm47 (GLM-4.7), deepseekv3, deepseekv31, mistral (Devstral), mistral_v11 (Small 3.2's [CALL_ID] form), mistral_nemo (Nemo's list form), gpt-oss or pythonic (default: hermes for ChatML prompts, llama3 for Llama 3 prompts)")
 	script := fs.String("script", "", "JSONL script for --policy scripted: {\"key\": ..., \"replies\": [...]} per line")
 	latency := fs.String("latency", "", "latency model FIXED[,PER_PROMPT_TOKEN[,PER_OUTPUT_TOKEN]], e.g. 50ms,20us,10ms (or fixed=..,prompt=..,output=..)")
@@ -52,19 +47,14 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	apiKey := fs.String("api-key", "", "require Authorization: Bearer KEY (SGLang's --api-key; /health stays open)")
 	ignoreRID := fs.Bool("ignore-rid", false, "replies depend on the prompt, not on the client's rid: different clients (or samples) sending the same prompts get the same replies")
 	incremental := fs.Bool("incremental-streaming-output", false, "SSE chunks carry deltas, as SGLang's flag of that name")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := fs.parse(args, nil); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(io.err, "agentrt emulate: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return fs.fail(exitUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	if *model == "" {
-		fmt.Fprintln(io.err, "agentrt emulate: --model DIR is required (a Hugging Face model folder with tokenizer.json)")
-		return exitUsage
+		return fs.fail(exitUsage, "--model is required (a Hugging Face model folder with tokenizer.json, or a model id ORG/NAME)")
 	}
 	cfg := def
 	cfg.Seed, cfg.Policy, cfg.ToolFormat = *seed, *policy, *format
@@ -106,10 +96,13 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 		}
 	}
 
-	m, err := tito.LoadModel(*model)
+	dir, err := system.ModelFolder(ctx, *model, *revision, slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt emulate: %v\n", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
+	}
+	m, err := tito.LoadModel(dir)
+	if err != nil {
+		return fs.fail(exitStartup, "%v", err)
 	}
 	defer m.Close()
 	cfg.ModelPath = *model

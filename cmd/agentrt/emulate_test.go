@@ -94,7 +94,7 @@ func TestEmulateCommandErrors(t *testing.T) {
 		want int
 		msg  string
 	}{
-		{"no model", []string{}, exitUsage, "--model DIR is required"},
+		{"no model", []string{}, exitUsage, "--model is required"},
 		{"bad flag", []string{"--model", "x", "--warp"}, exitUsage, "warp"},
 		{"bad latency", []string{"--model", "x", "--latency", "soon"}, exitUsage, "--latency"},
 		{"bad fault rate", []string{"--model", "x", "--fault-rate", "boom=1"}, exitUsage, "--fault-rate"},

@@ -125,6 +125,61 @@ func startGateway(t *testing.T, bin, policy, logPath string, workers []*emuWorke
 	return url
 }
 
+// TestRunGroupsShareWorker: `agentrt run` over three emulator workers (no gateway) with the default routing
+// (affinity "group", placement "least_loaded"): the samples of a prompt share one worker, every turn, and the
+// groups use more than one worker. The loop passes each episode's group to the client (sglang.WithGroup).
+func TestRunGroupsShareWorker(t *testing.T) {
+	dir := t.TempDir()
+	workers := []*emuWorker{startWorker(t, dir, 0), startWorker(t, dir, 1), startWorker(t, dir, 2)}
+	cfg := writeConfig(t, dir, "\nworkers = [\"emulator\"]\n",
+		fmt.Sprintf("\nworkers = [%q, %q, %q]\n", workers[0].url, workers[1].url, workers[2].url))
+	var prompts bytes.Buffer
+	for i := range 12 {
+		fmt.Fprintf(&prompts, `{"id": "p%d", "prompt": "Compute (%d+25)*3 and 144/12.", "n": 3}`+"\n", i, i)
+	}
+	promptsPath := filepath.Join(dir, "prompts.jsonl")
+	os.WriteFile(promptsPath, prompts.Bytes(), 0o644)
+	out := filepath.Join(dir, "out.jsonl")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", cfg, "--prompts", promptsPath, "--out", out, "--quiet"}, stdio{strings.NewReader(""), &stdout, &stderr}); code != exitOK {
+		t.Fatalf("agentrt run: exit %d: %s", code, stderr.String())
+	}
+	for id, tr := range readTrajectories(t, out) {
+		if tr["status"] != "completed" {
+			t.Errorf("%s: %v %v", id, tr["status"], tr["error"])
+		}
+	}
+	if used := checkGroupsShareWorker(t, workers, 12); used < 2 {
+		t.Errorf("12 groups used %d of 3 workers", used)
+	}
+}
+
+// checkGroupsShareWorker checks from the workers' logs that each group's requests (rid GROUP#SAMPLE.TURN) reached
+// one worker, and that there were want groups; it returns how many workers served them.
+func checkGroupsShareWorker(t *testing.T, workers []*emuWorker, want int) int {
+	t.Helper()
+	groups, used := map[string]map[int]bool{}, map[int]bool{}
+	for ep, ws := range workerOf(t, workers) {
+		g, _, _ := strings.Cut(ep, "#")
+		if groups[g] == nil {
+			groups[g] = map[int]bool{}
+		}
+		for w := range ws {
+			groups[g][w] = true
+			used[w] = true
+		}
+	}
+	if len(groups) != want {
+		t.Errorf("%d groups in the workers' logs, want %d", len(groups), want)
+	}
+	for g, ws := range groups {
+		if len(ws) != 1 {
+			t.Errorf("group %s's samples were served by workers %v, want one", g, ws)
+		}
+	}
+	return len(used)
+}
+
 // workerOf maps each /generate rid to the workers that served it.
 func workerOf(t *testing.T, workers []*emuWorker) map[string]map[int]bool {
 	t.Helper()
@@ -180,6 +235,9 @@ func gatewayRun(t *testing.T, bin, policy string) {
 		if tr["status"] != "completed" {
 			t.Errorf("%s: %v %v", id, tr["status"], tr["error"])
 		}
+	}
+	if keepsAffinity {
+		checkGroupsShareWorker(t, workers, 12)
 	}
 	spread, used := 0, map[int]bool{}
 	for ep, ws := range workerOf(t, workers) {

@@ -19,7 +19,6 @@ const (
 	exitUsage     = 2 // bad flags or arguments
 	exitStartup   = 3 // could not start: config, model folder, plugins, server unreachable
 	exitForceQuit = 4 // a second interrupt
-	exitNotYet    = 5 // the subcommand is part of a later milestone
 )
 
 // stdio is what a subcommand may touch of the process; tests pass buffers.
@@ -36,6 +35,7 @@ type command struct {
 // commands lists every subcommand; each is implemented in the file of the same name.
 func commands() map[string]command {
 	return map[string]command{
+		"init":     {"write a commented runtime.toml for a model (a Hugging Face id or a folder)", runInit},
 		"serve":    {"run the rollout service that trainers drive over WebSocket", runServe},
 		"run":      {"run rollouts for a JSONL file of prompts and write trajectories", runRun},
 		"emulate":  {"serve a protocol-faithful SGLang stand-in (no GPU)", runEmulate},
@@ -45,6 +45,7 @@ func commands() map[string]command {
 		"plugin":   {"inspect or test a Wasm plugin", runPlugin},
 		"model":    {"check a model folder: its family profile and self-test (or list the families)", runModel},
 		"version":  {"print the version, Go version, commit and embedded plugin hashes", runVersion},
+		"view":     {"open the trajectory viewer on a JSONL file of trajectories (in a browser)", runView},
 	}
 }
 
@@ -81,10 +82,4 @@ func usage(w io.Writer, cmds map[string]command) {
 		fmt.Fprintf(w, "  %-9s %s\n", n, cmds[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'agentrt <command> -h' for a command's flags.")
-}
-
-// notYet is what a subcommand of a later milestone answers, honestly.
-func notYet(io stdio, name, issue string) int {
-	fmt.Fprintf(io.err, "agentrt %s: not yet implemented (%s)\n", name, issue)
-	return exitNotYet
 }

@@ -2,25 +2,24 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/plugin"
+	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/tito"
 )
 
 // runModel dispatches `agentrt model check|families`.
 func runModel(ctx context.Context, args []string, io stdio) int {
 	usage := func() {
-		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--chat-template FILE] [--set key=value ...]")
+		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR|ORG/NAME [--revision REV] [--family NAME] [--parser NAME] [--chat-template FILE] [--set key=value ...]")
 		fmt.Fprintln(io.err, "       agentrt model families")
 		fmt.Fprintln(io.err, "\ncheck prints the model family's profile and runs its self-test (what an agent runs before it starts);")
 		fmt.Fprintln(io.err, "families lists the known families, their parsers and whether they can run agents.")
@@ -48,28 +47,25 @@ func runModel(ctx context.Context, args []string, io stdio) int {
 	return exitUsage
 }
 
+const modelCheckUsage = `usage: agentrt model check --model DIR|ORG/NAME [--revision REV] [--family NAME] [--parser NAME] [--chat-template FILE] [--set key=value ...]
+
+Prints the model family's profile and runs the self-test that every agent runs before it starts:
+render a tool conversation, check that the delta after a tool call equals the full render's tail,
+and read the rendered tool call back with the parser. Exit status 0 when it passes, 1 when not.
+`
+
 func runModelCheck(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("agentrt model check", flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	model := fs.String("model", "", "Hugging Face model folder (tokenizer_config.json and a chat template; tokenizer.json if present)")
+	fs := newFlags("agentrt model check", "agentrt model check", io, modelCheckUsage)
+	model := fs.String("model", "", "Hugging Face model folder (tokenizer_config.json and a chat template; tokenizer.json if present), or a model id (Org/Name) fetched into the hub cache")
+	revision := fs.String("revision", "", "branch, tag or commit of a Hugging Face model id (default main)")
 	fam := fs.String("family", "", "the model family (default: detected from the folder): "+strings.Join(family.Names(), ", "))
 	parser := fs.String("parser", "", "tool-call parser: a built-in name or a parser plugin .wasm (default: the family's)")
 	cacheDir := fs.String("cache-dir", defaultWasmCacheDir(), "wazero compilation cache directory (\"\" for none)")
 	chatTemplate := fs.String("chat-template", "", "a chat template file that replaces the folder's, as an agent's chat_template (the file SGLang is launched with)")
 	kwargs := setFlags{}
 	fs.Var(kwargs, "set", "chat_template_kwargs key=value (repeatable), as the agent sets them; the value is JSON when it parses")
-	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: agentrt model check --model DIR [--family NAME] [--parser NAME] [--chat-template FILE] [--set key=value ...]")
-		fmt.Fprintln(io.err, "\nPrints the model family's profile and runs the self-test that every agent runs before it starts:")
-		fmt.Fprintln(io.err, "render a tool conversation, check that the delta after a tool call equals the full render's tail,")
-		fmt.Fprintln(io.err, "and read the rendered tool call back with the parser. Exit status 0 when it passes, 1 when not.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := fs.parse(args, nil); !ok {
+		return code
 	}
 	if *model == "" || fs.NArg() > 0 {
 		fmt.Fprintln(io.err, "agentrt model check: --model is required, and no positional arguments")
@@ -78,14 +74,16 @@ func runModelCheck(ctx context.Context, args []string, io stdio) int {
 	}
 	if *fam != "" {
 		if _, err := family.Lookup(*fam); err != nil {
-			fmt.Fprintf(io.err, "agentrt model check: --family: %v\n", err)
-			return exitUsage
+			return fs.fail(exitUsage, "--family: %v", err)
 		}
 	}
-	m, err := loadForCheck(*model)
+	dir, err := system.ModelFolder(ctx, *model, *revision, slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt model check: %v\n", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
+	}
+	m, err := loadModelFolder(dir)
+	if err != nil {
+		return fs.fail(exitStartup, "%v", err)
 	}
 	if m.Tokenizer != nil {
 		defer m.Close()
@@ -93,22 +91,16 @@ func runModelCheck(ctx context.Context, args []string, io stdio) int {
 	if *chatTemplate != "" {
 		src, err := os.ReadFile(*chatTemplate)
 		if err != nil {
-			fmt.Fprintf(io.err, "agentrt model check: --chat-template: %v\n", err)
-			return exitUsage
+			return fs.fail(exitUsage, "--chat-template: %v", err)
 		}
 		m = m.WithChatTemplate(string(src), *chatTemplate)
 	}
 	host, err := plugin.NewHost(ctx, plugin.Config{CacheDir: *cacheDir})
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt model check: %v\n", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
 	}
 	defer host.Close(context.WithoutCancel(ctx))
-	var kw map[string]any
-	if len(kwargs) > 0 {
-		kw = kwargs
-	}
-	d, report := runtime.CheckFamily(ctx, host, m, nil, *fam, *parser, kw)
+	d, report := system.CheckFamily(ctx, host, m, nil, *fam, *parser, kwargs.kwargs())
 	printCheck(io.out, m, d, report)
 	if err := report.Err(); err != nil {
 		fmt.Fprintf(io.out, "\nFAIL: agents of this model do not start: %v\n", err)
@@ -118,8 +110,9 @@ func runModelCheck(ctx context.Context, args []string, io stdio) int {
 	return exitOK
 }
 
-// loadForCheck loads a model folder with its tokenizer when it has one, else only its template and config.
-func loadForCheck(dir string) (*tito.Model, error) {
+// loadModelFolder loads a model folder with its tokenizer when it has one, else only its template and config
+// (what `model check` and `template` need).
+func loadModelFolder(dir string) (*tito.Model, error) {
 	if _, err := os.Stat(filepath.Join(dir, tito.FileTokenizer)); err == nil {
 		return tito.LoadModel(dir)
 	}

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,51 +18,37 @@ import (
 // {"calls":[{"id","name","arguments"}],"normal_text":...,"errors":[{"reason","message","raw"}]}.
 // It runs the embedded Wasm parsers module through the plugin host, exactly as the runtime does.
 func runParse(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("parse", flag.ContinueOnError)
-	fs.SetOutput(io.err)
+	fs := newFlags("agentrt parse", "parse", io, "usage: agentrt parse --parser NAME [--tools FILE] [--spans] < completion.txt\n")
 	name := fs.String("parser", "", "the tool-call format: "+strings.Join(parsers.Names(), ", "))
 	toolsFile := fs.String("tools", "", "a JSON file with the tool specs (OpenAI tools list); without it tool names are not checked")
 	spans := fs.Bool("spans", false, "also print each call's and error's byte span in the input")
 	cacheDir := fs.String("cache-dir", defaultWasmCacheDir(), "wazero compilation cache directory (\"\" for none: every run compiles the module, ~1 s)")
-	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: agentrt parse --parser NAME [--tools FILE] [--spans] < completion.txt")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := fs.parse(args, nil); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(io.err, "agentrt parse: unexpected argument %q (the completion is read from stdin)\n", fs.Arg(0))
-		return exitUsage
+		return fs.fail(exitUsage, "unexpected argument %q (the completion is read from stdin)", fs.Arg(0))
 	}
 	if *name == "" {
-		fmt.Fprintf(io.err, "agentrt parse: --parser is required (one of %s)\n", strings.Join(parsers.Names(), ", "))
-		return exitUsage
+		return fs.fail(exitUsage, "--parser is required (one of %s)", strings.Join(parsers.Names(), ", "))
 	}
 	cfg, err := parsers.WasmConfig(*name)
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt parse: %v\n", err)
-		return exitUsage
+		return fs.fail(exitUsage, "%v", err)
 	}
 	var specs []abi.ToolSpec
 	if *toolsFile != "" {
 		if specs, err = readToolSpecs(*toolsFile); err != nil {
-			fmt.Fprintf(io.err, "agentrt parse: --tools %v\n", err)
-			return exitFailure
+			return fs.fail(exitFailure, "--tools %v", err)
 		}
 	}
 	text, err := readAll(ctx, io.in)
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt parse: reading stdin: %v\n", err)
-		return exitFailure
+		return fs.fail(exitFailure, "reading stdin: %v", err)
 	}
 	host, err := plugin.NewHost(ctx, plugin.Config{CacheDir: *cacheDir})
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt parse: %v\n", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
 	}
 	defer host.Close(context.WithoutCancel(ctx))
 	mod, err := host.Load(ctx, plugin.Spec{

@@ -181,7 +181,7 @@ func toABI(r *parsers.Result) *plugin.ParseResult {
 		out.Calls = append(out.Calls, abi.ParsedCall{ID: c.ID, Name: c.Name, Arguments: abi.RawJSON(c.Arguments), Span: c.Span})
 	}
 	for _, e := range r.Errors {
-		out.Errors = append(out.Errors, abi.ParseError{Reason: string(e.Reason), Message: e.Message, Raw: e.Raw, Span: e.Span})
+		out.Errors = append(out.Errors, abi.ParseError{Reason: string(e.Reason), Name: e.Name, Message: e.Message, Raw: e.Raw, Span: e.Span})
 	}
 	return out
 }

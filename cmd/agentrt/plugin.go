@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -45,42 +43,20 @@ test     loads a plugin (sandboxed unless --trusted) and makes one call; --input
 	return exitUsage
 }
 
-// splitFileArg lets the FILE come before or after the flags.
-func splitFileArg(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
-}
-
 func runPluginInspect(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("plugin inspect", flag.ContinueOnError)
-	fs.SetOutput(io.err)
+	fs := newFlags("agentrt plugin inspect", "plugin inspect", io, "")
 	asJSON := fs.Bool("json", false, "print JSON instead of text")
 	cacheDir := fs.String("cache-dir", defaultWasmCacheDir(), "wazero compilation cache directory (\"\" for none)")
-	file, rest := splitFileArg(args)
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
+	var file string
+	if code, ok := fs.parse(args, &file); !ok {
+		return code
 	}
 	if file == "" {
-		fmt.Fprintln(io.err, "agentrt plugin inspect: FILE.wasm is required")
-		return exitUsage
+		return fs.fail(exitUsage, "FILE.wasm is required")
 	}
-	wasm, err := os.ReadFile(file)
-	if err != nil {
-		fmt.Fprintf(io.err, "agentrt plugin inspect: %v\n", err)
-		return exitFailure
-	}
-	host, err := plugin.NewHost(ctx, plugin.Config{CacheDir: *cacheDir})
-	if err != nil {
-		fmt.Fprintf(io.err, "agentrt plugin inspect: %v\n", err)
-		return exitStartup
+	wasm, host, code, ok := fs.openWasm(ctx, file, *cacheDir)
+	if !ok {
+		return code
 	}
 	defer host.Close(context.WithoutCancel(ctx))
 	ins, ierr := host.Inspect(ctx, file, wasm)
@@ -99,8 +75,7 @@ func runPluginInspect(ctx context.Context, args []string, io stdio) int {
 		printInspection(io, file, ins)
 	}
 	if ierr != nil {
-		fmt.Fprintf(io.err, "agentrt plugin inspect: %v\n", ierr)
-		return exitFailure
+		return fs.fail(exitFailure, "%v", ierr)
 	}
 	return exitOK
 }
@@ -149,37 +124,27 @@ func printInspection(io stdio, file string, ins *plugin.Inspection) {
 }
 
 func runPluginTest(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("plugin test", flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	input := fs.String("input", "", "the call's input as JSON (see `agentrt plugin -h`)")
+	fs := newFlags("agentrt plugin test", "plugin test", io, "")
+	input := fs.String("input", "", "the call's input as `JSON`; its shape per kind: agentrt plugin -h")
 	config := fs.String("config", "", "the plugin's config as JSON (what runtime.toml would pass)")
 	toolsFile := fs.String("tools", "", "for parsers: a JSON file with the agent's tool specs (OpenAI tools list)")
 	trusted := fs.Bool("trusted", false, "run without the sandbox's per-call interruption (as built-ins run)")
 	timeout := fs.Duration("timeout", plugin.DefaultTimeout, "wall-clock limit of the call (sandboxed)")
 	cacheDir := fs.String("cache-dir", defaultWasmCacheDir(), "wazero compilation cache directory (\"\" for none)")
-	file, rest := splitFileArg(args)
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if file == "" && fs.NArg() > 0 {
-		file = fs.Arg(0)
+	var file string
+	if code, ok := fs.parse(args, &file); !ok {
+		return code
 	}
 	if file == "" || *input == "" {
-		fmt.Fprintln(io.err, "agentrt plugin test: FILE.wasm and --input are required")
-		return exitUsage
+		return fs.fail(exitUsage, "FILE.wasm and --input are required")
 	}
 	if !json.Valid([]byte(*input)) {
-		fmt.Fprintf(io.err, "agentrt plugin test: --input is not valid JSON: %s\n", *input)
-		return exitUsage
+		return fs.fail(exitUsage, "--input is not valid JSON: %s", *input)
 	}
 	var cfg []byte
 	if *config != "" {
 		if !json.Valid([]byte(*config)) {
-			fmt.Fprintf(io.err, "agentrt plugin test: --config is not valid JSON: %s\n", *config)
-			return exitUsage
+			return fs.fail(exitUsage, "--config is not valid JSON: %s", *config)
 		}
 		cfg = []byte(*config)
 	}
@@ -187,19 +152,12 @@ func runPluginTest(ctx context.Context, args []string, io stdio) int {
 	if *toolsFile != "" {
 		var err error
 		if specs, err = readToolSpecs(*toolsFile); err != nil {
-			fmt.Fprintf(io.err, "agentrt plugin test: --tools %v\n", err)
-			return exitUsage
+			return fs.fail(exitUsage, "--tools %v", err)
 		}
 	}
-	wasm, err := os.ReadFile(file)
-	if err != nil {
-		fmt.Fprintf(io.err, "agentrt plugin test: %v\n", err)
-		return exitFailure
-	}
-	host, err := plugin.NewHost(ctx, plugin.Config{CacheDir: *cacheDir})
-	if err != nil {
-		fmt.Fprintf(io.err, "agentrt plugin test: %v\n", err)
-		return exitStartup
+	wasm, host, code, ok := fs.openWasm(ctx, file, *cacheDir)
+	if !ok {
+		return code
 	}
 	defer host.Close(context.WithoutCancel(ctx))
 	mod, err := host.Load(ctx, plugin.Spec{Name: file, Wasm: wasm, Trusted: *trusted, Config: cfg, Tools: specs, PoolSize: 1,
@@ -287,4 +245,17 @@ func pluginTestCall(ctx context.Context, mod *plugin.Module, input []byte) (any,
 		return h.Handle(ctx, &ev)
 	}
 	return nil, fmt.Errorf("unknown plugin kind %q", mod.Kind())
+}
+
+// openWasm reads a plugin file and starts a plugin host with the compilation cache in cacheDir; when either
+// fails it says why and ok is false (code: exitFailure for the file, exitStartup for the host).
+func (f *flags) openWasm(ctx context.Context, file, cacheDir string) (wasm []byte, host *plugin.Host, code int, ok bool) {
+	wasm, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, f.fail(exitFailure, "%v", err), false
+	}
+	if host, err = plugin.NewHost(ctx, plugin.Config{CacheDir: cacheDir}); err != nil {
+		return nil, nil, f.fail(exitStartup, "%v", err), false
+	}
+	return wasm, host, exitOK, true
 }

@@ -103,4 +103,27 @@ func TestPluginTest(t *testing.T) {
 	if code, _, errs := runCLI(t, "plugin", "frobnicate"); code != exitUsage || !strings.Contains(errs, `unknown subcommand "frobnicate"`) {
 		t.Errorf("unknown subcommand: exit %d %s", code, errs)
 	}
+	// A refused config is said once: the plugin's message, its code, and the plugin's name.
+	_, _, errs := runCLI(t, "plugin", "test", filepath.Join(root, "plugins/builtin/limiter/limiter.wasm"), "--config", `{"max_tool_iters":-1}`,
+		"--input", `{"event":"message_added"}`, "--cache-dir", cache)
+	if want := "the plugin loop_limiter refused its configuration (bad_config): "; !strings.Contains(errs, want) || strings.Count(errs, "max_tool_iters") != 1 {
+		t.Errorf("refused config: stderr %q, want %q and the message once", errs, want)
+	}
+}
+
+// TestPluginTestHelp checks each flag's value name in `agentrt plugin test -h` (the flag package takes the first
+// `quoted` word of a usage string as the value name).
+func TestPluginTestHelp(t *testing.T) {
+	code, _, errs := runCLI(t, "plugin", "test", "-h")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"  -input JSON\n", "  -config string\n", "  -tools string\n", "  -timeout duration\n"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("plugin test -h lacks %q:\n%s", want, errs)
+		}
+	}
+	if strings.Contains(errs, "-input agentrt") {
+		t.Errorf("plugin test -h names -input's value after a command:\n%s", errs)
+	}
 }

@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,32 +10,35 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/config"
+	"github.com/agentrt/agentrt/runtime/rollout"
+	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/tito"
 )
 
 const runUsage = `usage: agentrt run CONFIG --prompts FILE --out FILE [flags]
 
 Runs every prompt of FILE (JSON lines: "id", "messages" or "prompt", optional "n", "label", "metadata",
-"sampling_params") through the agent and appends one trajectory per sample to --out, as JSON lines.
+"sampling_params", "max_response_tokens": the episode's response budget, over the agent's) through the agent and
+appends one trajectory per sample to --out, as JSON lines.
 Each trajectory is written to --out as it finishes (fsynced in the background), so nothing finished is
 lost, even to kill -9. Re-running with the same --out runs only the samples that are not in it yet, and,
 when the agent's partial_rollout is "resume", again those SGLang aborted (their lines are replaced).
 Ctrl-C stops starting episodes, aborts the ones in flight (they are not written, so a re-run completes
-them) and keeps everything finished; a second Ctrl-C quits at once.
+them) and keeps everything finished; a second Ctrl-C quits at once. To watch the trajectories token by
+token as they arrive, open the viewer on the file: agentrt view FILE (it follows the file).
 
 flags:
 `
 
 func runRun(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.err)
+	fs := newFlags("agentrt run", "run", io, runUsage)
 	prompts := fs.String("prompts", "", "JSONL file of prompts (required)")
 	out := fs.String("out", "", "JSONL file the trajectories are appended to (required)")
 	agentName := fs.String("agent", "", "agent to run (default: the only one in CONFIG)")
@@ -47,16 +46,9 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	n := fs.Int("n", 0, "samples per prompt, for prompts that do not say (default 1)")
 	quiet := fs.Bool("quiet", false, "no progress bar (there is none when stderr is not a terminal)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to FILE (go tool pprof)")
-	fs.Usage = func() { fmt.Fprint(io.err, runUsage); fs.PrintDefaults() }
-	cfgPath, rest := splitPositional(args)
-	if err := fs.Parse(rest); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	if cfgPath == "" && fs.NArg() > 0 {
-		cfgPath = fs.Arg(0)
+	var cfgPath string
+	if code, ok := fs.parse(args, &cfgPath); !ok {
+		return code
 	}
 	if cfgPath == "" || *prompts == "" || *out == "" {
 		fs.Usage()
@@ -67,37 +59,31 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	defer stop()
 	go func() { <-ctx.Done(); stop() }() // a second signal kills the process (default behaviour)
 
-	cfg, err := loadConfig(cfgPath)
+	cfg, err := config.Load(cfgPath)
 	if err != nil {
-		fmt.Fprintln(io.err, "agentrt run:", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
 	}
 	f, err := os.Open(*prompts)
 	if err != nil {
-		fmt.Fprintln(io.err, "agentrt run:", err)
-		return exitUsage
+		return fs.fail(exitUsage, "%v", err)
 	}
-	items, err := runtime.ReadItems(f, *prompts)
+	items, err := rollout.ReadItems(f, *prompts)
 	f.Close()
 	if err != nil {
-		fmt.Fprintln(io.err, "agentrt run:", err)
-		return exitUsage
+		return fs.fail(exitUsage, "%v", err)
 	}
-	done, err := finishedIDs(*out)
+	done, err := rollout.ReadFinished(*out)
 	if err != nil {
-		fmt.Fprintln(io.err, "agentrt run:", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
 	}
-	sys, err := buildSystem(ctx, cfg, io.err, nil)
+	sys, err := system.Build(ctx, cfg, io.err, nil)
 	if err != nil {
-		fmt.Fprintln(io.err, "agentrt run:", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
 	}
 	defer sys.Close()
 	agent, err := sys.Agent(*agentName)
 	if err != nil {
-		fmt.Fprintln(io.err, "agentrt run:", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
 	}
 	if agent.ResumesPartial() {
 		// samples that SGLang aborted (a pause or weight update) are what partial_rollout = "resume" continues:
@@ -109,9 +95,8 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 				delete(done, id)
 			}
 		}
-		if err := dropLines(*out, redo); err != nil {
-			fmt.Fprintln(io.err, "agentrt run:", err)
-			return exitStartup
+		if err := rollout.DropTrajectories(*out, redo); err != nil {
+			return fs.fail(exitStartup, "%v", err)
 		}
 	}
 	var eps []runtime.Episode
@@ -129,32 +114,24 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 
 	w, err := os.OpenFile(*out, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		fmt.Fprintln(io.err, "agentrt run:", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
 	}
-	dw := newDurableWriter(w)
-	var buf []byte
+	dw := rollout.NewWriter(w)
 	var overhead turnOverheads
 	emit := func(t *tito.Trajectory) error {
 		overhead.add(t)
-		// AppendJSON writes the trajectory directly (json.Marshal would re-validate every byte of it).
-		b, err := t.AppendJSON(buf[:0])
-		if err != nil {
-			return err
-		}
-		buf = append(b, '\n')
-		return dw.write(buf)
+		return dw.Write(t)
 	}
 	c := *concurrency
 	if c <= 0 {
 		c = cfg.Server.Concurrency
 	}
 	var bar *progressbar.ProgressBar
-	var progress func(runtime.Stats)
+	var progress func(rollout.Stats)
 	if !*quiet && isTerminal(io.err) {
 		bar = progressbar.NewOptions(len(eps), progressbar.OptionSetWriter(io.err), progressbar.OptionSetWidth(20),
 			progressbar.OptionShowCount(), progressbar.OptionThrottle(200*time.Millisecond), progressbar.OptionClearOnFinish())
-		progress = func(s runtime.Stats) {
+		progress = func(s rollout.Stats) {
 			secs := max(s.Elapsed.Seconds(), 1e-9)
 			bar.Describe(fmt.Sprintf("%.1f ep/s %.0f tok/s %s", float64(s.Done)/secs, float64(s.Tokens)/secs, statusLine(s.ByStatus)))
 			bar.Set(s.Done)
@@ -163,25 +140,23 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	if *cpuProfile != "" {
 		pf, err := os.Create(*cpuProfile)
 		if err != nil {
-			fmt.Fprintln(io.err, "agentrt run:", err)
-			return exitUsage
+			return fs.fail(exitUsage, "%v", err)
 		}
 		defer pf.Close()
 		if err := pprof.StartCPUProfile(pf); err != nil {
-			fmt.Fprintln(io.err, "agentrt run:", err)
-			return exitUsage
+			return fs.fail(exitUsage, "%v", err)
 		}
 		defer pprof.StopCPUProfile()
 	}
-	var final runtime.Stats
+	var final rollout.Stats
 	t0 := time.Now()
-	runErr := runtime.RunBatch(ctx, agent, eps, c, emit, func(s runtime.Stats) {
+	runErr := rollout.RunBatch(ctx, agent, eps, c, emit, func(s rollout.Stats) {
 		final = s
 		if progress != nil {
 			progress(s)
 		}
 	})
-	if err := dw.close(); err != nil && runErr == nil {
+	if err := dw.Close(); err != nil && runErr == nil {
 		runErr = err
 	}
 	if bar != nil {
@@ -195,90 +170,9 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintln(io.err, "agentrt run:", line)
 	}
 	if runErr != nil {
-		fmt.Fprintln(io.err, "agentrt run:", runErr)
-		return exitFailure
+		return fs.fail(exitFailure, "%v", runErr)
 	}
 	return exitOK
-}
-
-// durableWriter writes each trajectory line with one write as it finishes: once write returns, the line is in
-// the file and survives a kill -9 of the process. A background goroutine fsyncs after writes (group commit: one
-// fsync for whatever was written meanwhile, at most every fsyncEvery), so a machine crash loses at most the
-// last moments' lines, which a re-run completes; finishedIDs drops a line cut short.
-type durableWriter struct {
-	f      *os.File
-	dirty  chan struct{} // a write is waiting for an fsync
-	stop   chan struct{} // closed by close
-	synced chan struct{} // closed when the fsync goroutine has exited
-	mu     sync.Mutex
-	err    error // the first write or fsync error
-}
-
-// fsyncEvery spaces fsyncs: each one also commits the filesystem's journal and holds up writes meanwhile, so
-// back-to-back fsyncs cost a fast run ~12% of its episodes/s; at 10 a second they cost nothing measurable.
-const fsyncEvery = 100 * time.Millisecond
-
-func newDurableWriter(f *os.File) *durableWriter {
-	d := &durableWriter{f: f, dirty: make(chan struct{}, 1), stop: make(chan struct{}), synced: make(chan struct{})}
-	go func() {
-		defer close(d.synced)
-		for {
-			select {
-			case <-d.dirty:
-			case <-d.stop:
-				return
-			}
-			next := time.Now().Add(fsyncEvery)
-			if err := f.Sync(); err != nil {
-				d.fail(fmt.Errorf("fsync %s: %w", f.Name(), err))
-			}
-			t := time.NewTimer(time.Until(next))
-			select {
-			case <-t.C:
-			case <-d.stop:
-				t.Stop()
-				return
-			}
-		}
-	}()
-	return d
-}
-
-func (d *durableWriter) fail(err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.err == nil {
-		d.err = err
-	}
-}
-
-// write appends b (whole lines) to the file; it reports an earlier fsync failure too.
-func (d *durableWriter) write(b []byte) error {
-	if _, err := d.f.Write(b); err != nil {
-		d.fail(fmt.Errorf("write %s: %w", d.f.Name(), err))
-	}
-	select {
-	case d.dirty <- struct{}{}:
-	default: // an fsync is already due; it covers this write
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.err
-}
-
-// close waits for the background fsync, fsyncs once more and closes the file. No write may follow.
-func (d *durableWriter) close() error {
-	close(d.stop)
-	<-d.synced
-	if err := d.f.Sync(); err != nil {
-		d.fail(fmt.Errorf("fsync %s: %w", d.f.Name(), err))
-	}
-	if err := d.f.Close(); err != nil {
-		d.fail(err)
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.err
 }
 
 // turnOverheads collects the runtime's own time per turn (TurnInfo.OverheadMS) for the closing summary.
@@ -312,14 +206,6 @@ func (o *turnOverheads) summary() string {
 	return strings.Join(parts, "; ")
 }
 
-// splitPositional takes a leading positional argument (CONFIG) off args, so flags may follow it.
-func splitPositional(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
-}
-
 func statusLine(by map[string]int) string {
 	keys := make([]string, 0, len(by))
 	for k := range by {
@@ -334,73 +220,6 @@ func statusLine(by map[string]int) string {
 		return "nothing run"
 	}
 	return strings.Join(parts, " ")
-}
-
-// finishedIDs reads the trajectory ids already in out, each with its "status/status_reason". A last line cut
-// short by a crash is dropped (the file is truncated to its last complete line) so that appending keeps the
-// file valid JSONL.
-func finishedIDs(out string) (map[string]string, error) {
-	done := map[string]string{}
-	b, err := os.ReadFile(out)
-	if errors.Is(err, os.ErrNotExist) {
-		return done, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if n := len(b); n > 0 && b[n-1] != '\n' {
-		cut := bytes.LastIndexByte(b, '\n') + 1
-		if err := os.Truncate(out, int64(cut)); err != nil {
-			return nil, err
-		}
-		b = b[:cut]
-	}
-	for i, line := range bytes.Split(b, []byte("\n")) {
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue
-		}
-		var t struct {
-			ID           string `json:"id"`
-			Status       string `json:"status"`
-			StatusReason string `json:"status_reason"`
-		}
-		if err := json.Unmarshal(line, &t); err != nil || t.ID == "" {
-			return nil, fmt.Errorf("%s:%d: not a trajectory line (want JSON with an \"id\"): refusing to append to it", out, i+1)
-		}
-		done[t.ID] = t.Status + "/" + t.StatusReason
-	}
-	return done, nil
-}
-
-// dropLines rewrites out without the trajectories of the given ids (through a temporary file renamed over it,
-// so that a crash leaves either file whole).
-func dropLines(out string, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	drop := map[string]bool{}
-	for _, id := range ids {
-		drop[id] = true
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		return err
-	}
-	var kept []byte
-	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
-		var t struct {
-			ID string `json:"id"`
-		}
-		if json.Unmarshal(line, &t) == nil && drop[t.ID] {
-			continue
-		}
-		kept = append(kept, line...)
-	}
-	tmp := out + ".tmp"
-	if err := os.WriteFile(tmp, kept, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, out)
 }
 
 // isTerminal reports whether w is a terminal (progress bars only make sense there).

@@ -98,6 +98,29 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
+// A prompt's max_response_tokens is its episodes' response budget: the response (everything after the first
+// prompt) stops at it, truncated/response_budget, on a token the model sampled.
+func TestRunCommandResponseBudget(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir)
+	prompts := filepath.Join(dir, "prompts.jsonl")
+	os.WriteFile(prompts, []byte(`{"id": "a", "prompt": "What is 6*7?", "max_response_tokens": 5}`+"\n"), 0o644)
+	out := filepath.Join(dir, "out.jsonl")
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"run", cfg, "--prompts", prompts, "--out", out, "--quiet"}, stdio{strings.NewReader(""), &stdout, &stderr}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	tr := readTrajectories(t, out)["a#0"]
+	if tr == nil || tr["status"] != "truncated" || tr["status_reason"] != "response_budget" {
+		t.Fatalf("trajectory %v", tr)
+	}
+	first := tr["segments"].([]any)[0].(map[string]any)["length"].(float64)
+	mask := tr["loss_mask"].([]any)
+	if n := len(mask) - int(first); n != 5 || mask[len(mask)-1].(float64) != 1 {
+		t.Errorf("a response of %d tokens ending on loss mask %v, want 5 ending on a model token", n, mask[len(mask)-1])
+	}
+}
+
 func TestRunCommandBadInput(t *testing.T) {
 	dir := t.TempDir()
 	cfg := writeConfig(t, dir)
@@ -115,6 +138,7 @@ func TestRunCommandBadInput(t *testing.T) {
 		{"invalid JSON", "{\"id\": \"a\", \"prompt\": \"x\"}\n{oops\n", cfg, "prompts.jsonl:2"},
 		{"no id", `{"prompt": "x"}`, cfg, `prompts.jsonl:1: item has no "id"`},
 		{"unknown field", `{"id": "a", "prompt": "x", "temperature": 1}`, cfg, `unknown field "temperature"`},
+		{"negative budget", `{"id": "a", "prompt": "x", "max_response_tokens": -1}`, cfg, `prompts.jsonl:1: item "a": max_response_tokens must be >= 0`},
 		{"duplicate id", "{\"id\": \"a\", \"prompt\": \"x\"}\n{\"id\": \"a\", \"prompt\": \"y\"}\n", cfg, `duplicate id "a" (first on line 1)`},
 		{"bad config key", `{"id": "a", "prompt": "x"}`, writeConfig(t, t.TempDir(), "tool_timeout = ", "tool_timout = "), fmt.Sprintf("runtime.toml:%d: agent.tool_timout: unknown key (did you mean \"agent.tool_timeout\"?)", badLine)},
 	}

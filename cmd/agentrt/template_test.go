@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -152,4 +154,81 @@ func TestTemplateCommandErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// familyGolden is the part of a family's golden corpus (tito/testdata/families/golden, from transformers by
+// scripts/golden/families_golden.py) that the delta test needs.
+type familyGolden struct {
+	Family string `json:"family"`
+	Cases  []struct {
+		Kind          string                     `json:"kind"`
+		Name          string                     `json:"name"`
+		Kwargs        map[string]json.RawMessage `json:"kwargs"`
+		History       json.RawMessage            `json:"history"`
+		New           json.RawMessage            `json:"new"`
+		Tools         json.RawMessage            `json:"tools"`
+		ExpectedDelta *string                    `json:"expected_delta"`
+	} `json:"cases"`
+}
+
+// TestTemplateDeltaGoldenFamilies runs `agentrt template --delta` on every family's golden deltas (the tail of
+// transformers' full render after the history's end of turn) and compares stdout byte for byte. The command cuts
+// where the agent loop does, by the family profile's end-of-turn tokens (detected from the folder): gpt-oss's
+// <|call|> and GLM's stop tokens that begin the next message included, where the template alone knows only EOS.
+func TestTemplateDeltaGoldenFamilies(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("..", "..", "tito", "testdata", "families", "golden", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no golden family corpus in tito/testdata/families/golden")
+	}
+	tmp := t.TempDir()
+	n := 0
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g familyGolden
+		if err := json.Unmarshal(data, &g); err != nil {
+			t.Fatal(err)
+		}
+		dir := filepath.Join("..", "..", "tito", "testdata", "families", g.Family)
+		for i, c := range g.Cases {
+			if c.Kind != "delta" || c.ExpectedDelta == nil {
+				continue // a render, or a conversation whose full render does not continue its history (no exact delta)
+			}
+			n++
+			msgs := append(slices.Clip(unmarshalList(t, c.History)), unmarshalList(t, c.New)...)
+			msgFile := filepath.Join(tmp, fmt.Sprintf("%s-%d.json", g.Family, i))
+			b, _ := json.Marshal(msgs)
+			if err := os.WriteFile(msgFile, b, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := []string{"template", "--model", dir, "--messages", msgFile, "--add-generation-prompt", "--delta"}
+			if len(c.Tools) > 0 && string(c.Tools) != "null" {
+				toolFile := msgFile + ".tools"
+				if err := os.WriteFile(toolFile, c.Tools, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--tools", toolFile)
+			}
+			for k, v := range c.Kwargs {
+				args = append(args, "--set", k+"="+string(v))
+			}
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), args, stdio{strings.NewReader(""), &stdout, &stderr})
+			if code != exitOK || stdout.String() != *c.ExpectedDelta {
+				t.Errorf("%s %s: exit %d, stderr %q\n got: %q\nwant: %q (transformers)", g.Family, c.Name, code, stderr.String(), stdout.String(), *c.ExpectedDelta)
+			}
+		}
+	}
+	t.Logf("%d golden deltas", n)
+}
+
+func unmarshalList(t *testing.T, raw json.RawMessage) []json.RawMessage {
+	t.Helper()
+	var out []json.RawMessage
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

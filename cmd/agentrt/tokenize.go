@@ -5,33 +5,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 
+	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/tito"
 )
 
-func runTokenize(_ context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("agentrt tokenize", flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	model := fs.String("model", "", "Hugging Face model folder (tokenizer.json, tokenizer_config.json)")
+const tokenizeUsage = `usage: agentrt tokenize --model DIR|ORG/NAME [--revision REV] [--special] < text
+       agentrt tokenize --model DIR|ORG/NAME --decode [--skip-special] < ids.json
+
+Encodes stdin exactly as read (a trailing newline is a token too: use printf, not echo) and prints
+the ids as a JSON array; with --decode prints the text of a JSON id array, with nothing added.
+`
+
+func runTokenize(ctx context.Context, args []string, io stdio) int {
+	fs := newFlags("agentrt tokenize", "agentrt tokenize", io, tokenizeUsage)
+	model := fs.String("model", "", "Hugging Face model folder (tokenizer.json, tokenizer_config.json), or a model id (Org/Name) fetched into the hub cache")
+	revision := fs.String("revision", "", "branch, tag or commit of a Hugging Face model id (default main)")
 	decode := fs.Bool("decode", false, "read a JSON array of token ids on stdin and print their text")
 	special := fs.Bool("special", false, "encode: add the tokenizer's special tokens (e.g. Llama's <|begin_of_text|>)")
 	skipSpecial := fs.Bool("skip-special", false, "decode: leave special tokens out of the text")
-	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: agentrt tokenize --model DIR [--special] < text")
-		fmt.Fprintln(io.err, "       agentrt tokenize --model DIR --decode [--skip-special] < ids.json")
-		fmt.Fprintln(io.err, "\nEncodes stdin exactly as read (a trailing newline is a token too: use printf, not echo) and prints")
-		fmt.Fprintln(io.err, "the ids as a JSON array; with --decode prints the text of a JSON id array, with nothing added.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if code, ok := fs.parse(args, nil); !ok {
+		return code
 	}
 	if *model == "" || fs.NArg() > 0 {
 		fmt.Fprintln(io.err, "agentrt tokenize: --model is required, and no positional arguments (the input is stdin)")
@@ -39,29 +37,28 @@ func runTokenize(_ context.Context, args []string, io stdio) int {
 		return exitUsage
 	}
 	if *decode && *special {
-		fmt.Fprintln(io.err, "agentrt tokenize: --special applies to encoding; with --decode use --skip-special")
-		return exitUsage
+		return fs.fail(exitUsage, "--special applies to encoding; with --decode use --skip-special")
 	}
 	if !*decode && *skipSpecial {
-		fmt.Fprintln(io.err, "agentrt tokenize: --skip-special applies to --decode; to add special tokens when encoding use --special")
-		return exitUsage
+		return fs.fail(exitUsage, "--skip-special applies to --decode; to add special tokens when encoding use --special")
 	}
 	input, err := tokenizeReadStdin(io.in)
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt tokenize: reading stdin: %v\n", err)
-		return exitFailure
+		return fs.fail(exitFailure, "reading stdin: %v", err)
 	}
 	var ids []int32
 	if *decode {
 		if ids, err = tokenizeParseIDs(input); err != nil {
-			fmt.Fprintf(io.err, "agentrt tokenize: stdin: %v\n", err)
-			return exitFailure
+			return fs.fail(exitFailure, "stdin: %v", err)
 		}
 	}
-	m, err := tito.LoadModel(*model)
+	dir, err := system.ModelFolder(ctx, *model, *revision, slog.New(slog.NewTextHandler(io.err, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
-		fmt.Fprintf(io.err, "agentrt tokenize: %v\n", err)
-		return exitStartup
+		return fs.fail(exitStartup, "%v", err)
+	}
+	m, err := tito.LoadModel(dir)
+	if err != nil {
+		return fs.fail(exitStartup, "%v", err)
 	}
 	defer m.Close()
 	if *decode {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"runtime/debug"
 
@@ -15,17 +14,12 @@ import (
 // runVersion prints what a bug report needs: the module version, the Go toolchain, the VCS commit the binary was
 // built from (when the build recorded it) and the sha256 of every embedded Wasm module, which trajectories record.
 func runVersion(_ context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("version", flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: agentrt version\n\nPrints the version, Go version, commit and sha256 of the embedded plugins.")
-	}
-	if err := fs.Parse(args); err != nil {
-		return exitUsage
+	fs := newFlags("agentrt version", "version", io, "usage: agentrt version\n\nPrints the version, Go version, commit and sha256 of the embedded plugins.\n")
+	if code, ok := fs.parse(args, nil); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(io.err, "agentrt version: unexpected argument %q\n", fs.Arg(0))
-		return exitUsage
+		return fs.fail(exitUsage, "unexpected argument %q", fs.Arg(0))
 	}
 	version, commit, goVersion := "(unknown)", "(not recorded)", "(unknown)"
 	if bi, ok := debug.ReadBuildInfo(); ok {

@@ -14,7 +14,11 @@ Modes (the front-door tests run each against the emulator):
   responses  the tool loop on the Responses API, the output items appended to the input;
   chained    the Responses tool loop with previous_response_id (only the new items are sent);
   responses-stream  the Responses tool loop with stream=True (the reply from response.completed);
-  summarise  two chat turns, then the history is replaced by a summary (the session's drift policy decides).
+  summarise  two chat turns, then the history is replaced by a summary (the session's drift policy decides);
+  structured one call whose reply must follow a JSON schema (the SDK's parse() with a pydantic model: agentrt
+             constrains decoding with SGLang's json_schema).
+With --mint instead of --session, the agent asks the server for a session id first (POST /v1/sessions), as a
+server with frontdoor.session_ids = "minted" requires.
 Prints one JSON line: the replies' contents and the session's trajectory ids.
 """
 import argparse
@@ -22,6 +26,7 @@ import json
 import urllib.request
 
 from openai import OpenAI
+from pydantic import BaseModel
 
 TOOLS = [{
     "type": "function",
@@ -140,18 +145,41 @@ def summarise(client, model, task):
     return replies
 
 
+class Answer(BaseModel):
+    answer: int
+
+
+def structured(client, model, task):
+    resp = client.chat.completions.parse(model=model, messages=[{"role": "user", "content": task}], response_format=Answer)
+    msg = resp.choices[0].message
+    return [msg.content, str(msg.parsed.answer)]
+
+
+def mint(server, api_key):
+    req = urllib.request.Request(f"{server}/v1/sessions", data=b"", method="POST", headers={"Authorization": "Bearer " + api_key})
+    with urllib.request.urlopen(req) as r:
+        return json.load(r)["session"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", required=True)
-    ap.add_argument("--session", required=True)
+    ap.add_argument("--session")
+    ap.add_argument("--mint", action="store_true", help="ask the server for a session id (POST /v1/sessions)")
     ap.add_argument("--model", default="qwen3")
     ap.add_argument("--task", required=True)
     ap.add_argument("--api-key", default="unused", help="server.token, when agentrt serve has one")
-    ap.add_argument("--mode", choices=["tools", "objects", "terse", "stream", "responses", "chained", "responses-stream", "summarise"], default="tools")
+    ap.add_argument("--mode", choices=["tools", "objects", "terse", "stream", "responses", "chained", "responses-stream", "summarise", "structured"], default="tools")
     a = ap.parse_args()
+    if a.mint:
+        a.session = mint(a.server, a.api_key)
+    elif not a.session:
+        ap.error("give --session or --mint")
     client = OpenAI(base_url=f"{a.server}/s/{a.session}/v1", api_key=a.api_key, max_retries=0)
     if a.mode == "summarise":
         replies = summarise(client, a.model, a.task)
+    elif a.mode == "structured":
+        replies = structured(client, a.model, a.task)
     elif a.mode in ("responses", "chained", "responses-stream"):
         replies = responses_loop(client, a.model, a.task, chained=a.mode == "chained", stream=a.mode == "responses-stream")
     else:

@@ -69,7 +69,7 @@ func parse(text string, out *sdk.ParseOutput) {
 		out.AddCheckedCall(c.ID, c.Name, c.Arguments, c.Span[0], c.Span[1])
 	}
 	for _, e := range r.Errors {
-		out.AddError(string(e.Reason), e.Message, e.Raw, e.Span[0], e.Span[1])
+		out.AddCallError(e.Name, string(e.Reason), e.Message, e.Raw, e.Span[0], e.Span[1])
 	}
 	out.AppendNormal(r.NormalText)
 }

@@ -8,11 +8,13 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
+	"github.com/agentrt/agentrt/runtime/hfhub"
+	"github.com/agentrt/agentrt/runtime/viewer"
 	"github.com/agentrt/agentrt/sglang"
 )
 
@@ -38,20 +40,21 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// shadow is runtime.Config with the agents kept raw, so each is decoded over runtime.DefaultAgent().
+// shadow is Config with the agents kept raw, so each is decoded over DefaultAgent().
 type shadow struct {
-	Server   runtime.ServerConfig   `toml:"server"`
-	SGLang   sglang.Config          `toml:"sglang"`
-	Emulator runtime.EmulatorConfig `toml:"emulator"`
-	Plugins  runtime.PluginsConfig  `toml:"plugins"`
-	Agents   []toml.Primitive       `toml:"agent"`
-	// Frontdoor is runtime.Config's [frontdoor].
+	Server   Server           `toml:"server"`
+	SGLang   sglang.Config    `toml:"sglang"`
+	Emulator Emulator         `toml:"emulator"`
+	Plugins  Plugins          `toml:"plugins"`
+	Agents   []toml.Primitive `toml:"agent"`
+	// Frontdoor is Config's [frontdoor].
 	Frontdoor frontdoor.Config `toml:"frontdoor"`
+	Viewer    viewer.Config    `toml:"viewer"`
 }
 
 // Load reads and validates the config file at path. Relative paths inside it are resolved against the file's
 // folder; "~/" and $VARIABLES are expanded in path-valued keys.
-func Load(path string) (*runtime.Config, error) {
+func Load(path string) (*Config, error) {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
@@ -60,7 +63,7 @@ func Load(path string) (*runtime.Config, error) {
 }
 
 // Parse decodes src (named path in errors) like Load.
-func Parse(path, src string) (cfg *runtime.Config, err error) {
+func Parse(path, src string) (cfg *Config, err error) {
 	// No input may take the process down: a panic in the TOML library or a validator becomes an error naming
 	// the file (FuzzParse looks for such inputs).
 	defer func() {
@@ -71,20 +74,20 @@ func Parse(path, src string) (cfg *runtime.Config, err error) {
 	return parse(path, src)
 }
 
-func parse(path, src string) (*runtime.Config, error) {
-	def := runtime.DefaultConfig()
-	sh := shadow{Server: def.Server, SGLang: def.SGLang, Emulator: def.Emulator, Plugins: def.Plugins, Frontdoor: def.Frontdoor}
+func parse(path, src string) (*Config, error) {
+	def := DefaultConfig()
+	sh := shadow{Server: def.Server, SGLang: def.SGLang, Emulator: def.Emulator, Plugins: def.Plugins, Frontdoor: def.Frontdoor, Viewer: def.Viewer}
 	md, err := toml.Decode(src, &sh)
 	if err != nil {
 		return nil, decodeError(path, src, err)
 	}
-	cfg := runtime.Config{Server: sh.Server, SGLang: sh.SGLang, Emulator: sh.Emulator, Plugins: sh.Plugins, Frontdoor: sh.Frontdoor}
+	cfg := Config{Server: sh.Server, SGLang: sh.SGLang, Emulator: sh.Emulator, Plugins: sh.Plugins, Frontdoor: sh.Frontdoor, Viewer: sh.Viewer}
 	if md.IsDefined("sglang", "gateway") && !md.IsDefined("sglang", "workers") {
 		// A gateway alone replaces the default in-process emulator (workers are then only admin targets).
 		cfg.SGLang.Workers = nil
 	}
 	for _, p := range sh.Agents {
-		a := runtime.DefaultAgent()
+		a := DefaultAgent()
 		if err := md.PrimitiveDecode(p, &a); err != nil {
 			return nil, decodeError(path, src, err)
 		}
@@ -97,6 +100,10 @@ func parse(path, src string) (*runtime.Config, error) {
 		}
 		return nil, &Error{File: path, Line: lineOf(src, key), Key: key, Msg: "unknown key" + suggest(key)}
 	}
+	if err := checkDurations(path, src); err != nil {
+		return nil, err
+	}
+	markEntries(path, src, cfg.Agents)
 	base := filepath.Dir(path)
 	cfg.Server.SpoolDir = expandPath(base, cfg.Server.SpoolDir)
 	cfg.Plugins.CacheDir = expandPath(base, cfg.Plugins.CacheDir)
@@ -104,7 +111,16 @@ func parse(path, src string) (*runtime.Config, error) {
 	cfg.Emulator.Log = expandPath(base, cfg.Emulator.Log)
 	for i := range cfg.Agents {
 		a := &cfg.Agents[i]
-		a.Model = expandPath(base, a.Model)
+		// As transformers reads a name: a folder if there is one, else a hub model id (Org/Name).
+		if dir := expandPath(base, a.Model); hfhub.ValidRepoID(a.Model) && !isDir(dir) {
+			a.Hub = true
+		} else {
+			if a.Revision != "" {
+				return nil, &Error{File: path, Line: lineOf(src, "agent.revision"), Key: "agent.revision",
+					Msg: fmt.Sprintf("agent %q: revision applies to a Hugging Face model id (Org/Name); model %q is a folder", a.Name, a.Model)}
+			}
+			a.Model = dir
+		}
 		if a.ChatTemplate != "" {
 			a.ChatTemplate = expandPath(base, a.ChatTemplate)
 		}
@@ -125,7 +141,7 @@ func parse(path, src string) (*runtime.Config, error) {
 				}
 			}
 		}
-		for _, list := range [][]runtime.PluginConfig{a.Tools, a.Hooks} {
+		for _, list := range [][]Plugin{a.Tools, a.Hooks} {
 			for j := range list {
 				list[j].Plugin = expandPlugin(base, list[j].Plugin)
 			}
@@ -135,13 +151,65 @@ func parse(path, src string) (*runtime.Config, error) {
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		var fe *runtime.FieldError
+		var fe *FieldError
 		if errors.As(err, &fe) {
 			return nil, &Error{File: path, Line: lineOf(src, fe.Key), Key: fe.Key, Msg: fe.Msg}
 		}
 		return nil, &Error{File: path, Msg: err.Error()}
 	}
 	return &cfg, nil
+}
+
+// markEntries sets the At of each agent's [[agent.tools]], [[agent.hooks]] and [agent.reward] entry to the line of
+// its table header. An agent whose entries are not all written as headers (inline arrays) keeps them unmarked
+// rather than guess.
+func markEntries(path, src string, agents []Agent) {
+	type lines struct{ tools, hooks, reward []int }
+	var found []lines
+	for i, raw := range strings.Split(src, "\n") {
+		h := strings.TrimSpace(strings.SplitN(raw, "#", 2)[0])
+		if !strings.HasPrefix(h, "[") {
+			continue
+		}
+		h = strings.ReplaceAll(strings.ReplaceAll(h, " ", ""), "\t", "")
+		if h == "[[agent]]" {
+			found = append(found, lines{})
+			continue
+		}
+		if len(found) == 0 {
+			continue
+		}
+		cur := &found[len(found)-1]
+		switch h {
+		case "[[agent.tools]]":
+			cur.tools = append(cur.tools, i+1)
+		case "[[agent.hooks]]":
+			cur.hooks = append(cur.hooks, i+1)
+		case "[agent.reward]":
+			cur.reward = append(cur.reward, i+1)
+		}
+	}
+	if len(found) != len(agents) {
+		return
+	}
+	mark := func(pcs []Plugin, at []int) {
+		if len(at) != len(pcs) {
+			return
+		}
+		for i := range pcs {
+			pcs[i].At = fmt.Sprintf("%s:%d", path, at[i])
+		}
+	}
+	for i := range agents {
+		a := &agents[i]
+		mark(a.Tools, found[i].tools)
+		mark(a.Hooks, found[i].hooks)
+		if a.Reward != nil {
+			if len(found[i].reward) == 1 {
+				a.Reward.At = fmt.Sprintf("%s:%d", path, found[i].reward[0])
+			}
+		}
+	}
 }
 
 var lastKeyRe = regexp.MustCompile(`\(last key "([^"]*)"\)`)
@@ -161,7 +229,83 @@ func decodeError(path, src string, err error) error {
 	if strings.Contains(msg, "incompatible types") || strings.Contains(msg, "cannot") {
 		e.Msg = "wrong type: " + e.Msg
 	}
+	if strings.Contains(msg, "invalid duration") {
+		e.Msg += ` (use e.g. "30s", "2m")`
+	}
 	return e
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// checkDurations refuses a duration written as a number: the TOML library reads `timeout = 30` as 30 ns, which
+// no one means. Every duration of runtime.toml is a string such as "30s" (the library parses those itself). It
+// walks the file's tables alongside Config's fields, so it covers every section's durations, the components'
+// own (sglang, emulator, environment tools, outbound grants) included.
+func checkDurations(path, src string) error {
+	var raw map[string]any
+	if _, err := toml.Decode(src, &raw); err != nil {
+		return nil // the strict decode reported it already
+	}
+	var walk func(key string, t reflect.Type, v any) error
+	walk = func(key string, t reflect.Type, v any) error {
+		for t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		switch {
+		case t == durationType:
+			if _, ok := v.(string); !ok {
+				return &Error{File: path, Line: lineOf(src, key), Key: key, Msg: fmt.Sprintf("want a duration such as \"30s\" (a number has no unit), got %v", v)}
+			}
+		case t.Kind() == reflect.Slice:
+			switch list := v.(type) {
+			case []map[string]any:
+				for _, e := range list {
+					if err := walk(key, t.Elem(), e); err != nil {
+						return err
+					}
+				}
+			case []any:
+				for _, e := range list {
+					if err := walk(key, t.Elem(), e); err != nil {
+						return err
+					}
+				}
+			}
+		case t.Kind() == reflect.Struct:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil
+			}
+			for name, ft := range tomlFields(t) {
+				if sub, ok := m[name]; ok {
+					if err := walk(strings.TrimPrefix(key+"."+name, "."), ft, sub); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		return nil
+	}
+	return walk("", reflect.TypeFor[Config](), raw)
+}
+
+// tomlFields maps the TOML keys of a struct type (its embedded structs' included) to their field types.
+func tomlFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Anonymous {
+			for k, v := range tomlFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("toml"), ",")
+		if name != "" && name != "-" && f.IsExported() {
+			out[name] = f.Type
+		}
+	}
+	return out
 }
 
 var indexRe = regexp.MustCompile(`\.\d+(\.|$)`)
@@ -225,7 +369,7 @@ func knownKeys() []string {
 		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
 			t = t.Elem()
 		}
-		if t.Kind() != reflect.Struct || t == reflect.TypeOf(runtime.Duration{}) {
+		if t.Kind() != reflect.Struct {
 			return
 		}
 		for i := range t.NumField() {
@@ -242,7 +386,7 @@ func knownKeys() []string {
 			walk(prefix+name+".", f.Type)
 		}
 	}
-	walk("", reflect.TypeOf(runtime.Config{}))
+	walk("", reflect.TypeOf(Config{}))
 	return keys
 }
 
@@ -315,6 +459,11 @@ func expandPath(base, p string) string {
 		p = filepath.Join(base, p)
 	}
 	return p
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
 }
 
 // expandPlugin expands a plugin reference: "builtin:NAME" stays as it is, anything else is a path.

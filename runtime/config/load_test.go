@@ -104,6 +104,11 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"typo in tool table", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\ntimout = \"3s\"", 1), 18, "agent.tools.timout", "did you mean \"agent.tools.timeout\""},
 		{"wrong type", strings.Replace(good, "max_new_tokens = 512", `max_new_tokens = "lots"`, 1), 0, "agent.sampling.max_new_tokens", "wrong type"},
 		{"bad duration", strings.Replace(good, `"5s"`, `"5 parsecs"`, 1), 0, "agent.tool_timeout", "invalid duration"},
+		// A duration is a string: the TOML library would read a number as nanoseconds, in every section.
+		{"number as duration", strings.Replace(good, `"5s"`, `5`, 1), 10, "agent.tool_timeout", `want a duration such as "30s"`},
+		{"number as sglang duration", strings.Replace(good, `workers = ["http://127.0.0.1:30000"]`, "workers = [\"http://h:1\"]\nrequest_timeout = 30", 1), 4, "sglang.request_timeout", `want a duration such as "30s"`},
+		{"number as plugin duration", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\ntimeout = 2", 1), 18, "agent.tools.timeout", `want a duration such as "30s"`},
+		{"number as frontdoor duration", good + "\n[frontdoor]\nidle_timeout = 600\n", strings.Count(good, "\n") + 3, "frontdoor.idle_timeout", `want a duration such as "30s"`},
 		{"syntax", "[sglang\nworkers = 1\n", 2, "", ""},
 		{"no agent", "[sglang]\nworkers=[\"http://h:1\"]\n", 0, "agent", "no [[agent]]"},
 		{"bad worker URL", strings.Replace(good, "http://127.0.0.1:30000", "ftp://127.0.0.1:30000", 1), 3, "sglang.workers", "must start with http://"},
@@ -111,6 +116,9 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"adaptive typo", strings.Replace(good, `workers = ["http://127.0.0.1:30000"]`, "workers = [\"http://h:1\"]\nadaptive = { enabled = true, intervl = \"1s\" }", 1), 4, "sglang.adaptive.intervl", `did you mean "sglang.adaptive.interval"`},
 		{"adaptive decrease", strings.Replace(good, `workers = ["http://127.0.0.1:30000"]`, "workers = [\"http://h:1\"]\nadaptive = { enabled = true, decrease = 1.5 }", 1), 4, "sglang.adaptive.decrease", "must be in (0, 1)"},
 		{"emulator among workers", strings.Replace(good, `"http://127.0.0.1:30000"`, `"emulator", "http://h:1"`, 1), 3, "sglang.workers", "must be the only worker"},
+		{"bad affinity", strings.Replace(good, `workers = ["http://127.0.0.1:30000"]`, "workers = [\"http://h:1\"]\naffinity = \"item\"", 1), 4, "sglang.affinity", `must be "group" or "episode"`},
+		{"bad placement with the emulator", strings.Replace(good, `workers = ["http://127.0.0.1:30000"]`, "workers = [\"emulator\"]\nplacement = \"random\"", 1), 4, "sglang.placement", `must be "least_loaded" or "rendezvous"`},
+		{"zero placement_ttl", strings.Replace(good, `workers = ["http://127.0.0.1:30000"]`, "workers = [\"http://h:1\"]\nplacement_ttl = \"0s\"", 1), 4, "sglang.placement_ttl", "must be > 0"},
 		{"bad policy", strings.Replace(good, `tool_timeout = "5s"`, `parse_errors = "ignore"`, 1), 10, "agent.parse_errors", "not a policy"},
 		{"missing chat_template", strings.Replace(good, `tool_timeout = "5s"`, `chat_template = "no/such.jinja"`, 1), 10, "agent.chat_template", "not a readable template file"},
 		{"mcp bad url", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\n\n[[agent.tools]]\nmcp = { url = \"ftp://h\" }", 1), 20, "agent.tools.mcp.url", "not an http:// or https:// URL"},
@@ -125,10 +133,16 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"http on a builtin", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"builtin:calculator\"\nhttp = { hosts = [\"api.x.com\"] }", 1), 18, "agent.tools.http", "only a .wasm plugin"},
 		{"http bad host", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"ftp://x\"] }", 1), 18, "agent.tools.http", "scheme must be http or https"},
 		{"http typo", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\nhttp = { hosts = [\"x.com\"], methds = [\"GET\"] }", 1), 18, "agent.tools.http.methds", `did you mean "agent.tools.http.methods"`},
+		// The plugin's call limit must cover one request's timeout (issue 27): the documented 5 s and the 10 s default.
+		{"http timeout over the call limit", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\ntimeout = \"2s\"\nhttp = { hosts = [\"x.com\"], timeout = \"5s\" }", 1), 18, "agent.tools.timeout", "agent.tools.timeout = 2s (the plugin's call limit) is shorter than agent.tools.http.timeout = 5s"},
+		{"http default timeout over the call limit", strings.Replace(good, `plugin = "builtin:calculator"`, "plugin = \"t.wasm\"\ntimeout = \"3s\"\nhttp = { hosts = [\"x.com\"] }", 1), 18, "agent.tools.timeout", "shorter than agent.tools.http.timeout = 10s"},
 		{"unknown family", strings.Replace(good, `tool_timeout = "5s"`, `family = "qwen9"`, 1), 10, "agent.family", `unknown model family "qwen9" (known: qwen3, `},
 		{"bad drift policy", good + "\n[frontdoor]\nenabled = true\ndrift = \"sideways\"\n", strings.Count(good, "\n") + 4, "frontdoor.drift", "want fork, realign or reject"},
 		{"frontdoor agent unknown", good + "\n[frontdoor]\nenabled = true\nagent = \"nobody\"\n", strings.Count(good, "\n") + 4, "frontdoor.agent", `no agent "nobody"`},
+		{"bad session_ids", good + "\n[frontdoor]\nenabled = true\nsession_ids = \"anyone\"\n", strings.Count(good, "\n") + 4, "frontdoor.session_ids", "want caller or minted"},
 		{"frontdoor typo", good + "\n[frontdoor]\nidle_timout = \"1m\"\n", strings.Count(good, "\n") + 3, "frontdoor.idle_timout", `did you mean "frontdoor.idle_timeout"`},
+		{"viewer recent 0", good + "\n[viewer]\nrecent = 0\n", strings.Count(good, "\n") + 3, "viewer.recent", "must be >= 1"},
+		{"viewer typo", good + "\n[viewer]\nrecnt = 9\n", strings.Count(good, "\n") + 3, "viewer.recnt", `did you mean "viewer.recent"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -172,9 +186,6 @@ repetition_penalty = 1.05
 min_new_tokens = 1
 n = 1
 json_schema = "{}"
-regex = "a+"
-ebnf = "root ::= \"a\""
-structural_tag = "{}"
 ignore_eos = false
 skip_special_tokens = false
 spaces_between_special_tokens = false
@@ -194,6 +205,18 @@ choice = ["a", "b"]`, 1)
 	if s.Stop[0] != "END" || *s.SkipSpecialTokens || !*s.NoStopTrim || s.LogitBias["11"] != -1.5 || *s.SamplingSeed != 42 ||
 		s.CustomParams["return_top_p_token_ids"] != true || s.Watermark["enabled"] != false {
 		t.Errorf("decoded %+v", s)
+	}
+	// What SGLang refuses is refused at load, with its message and the key: one constraint at a time, a
+	// temperature in range.
+	for _, bad := range []struct{ add, key, msg string }{
+		{"json_schema = \"{}\"\nregex = \"a+\"", "agent.sampling.regex", "Only one of json_schema, regex"},
+		{"top_p = 1.5", "agent.sampling.top_p", "top_p must be in (0, 1]"},
+	} {
+		_, err := Parse("runtime.toml", strings.Replace(good, "temperature = 0.7", "temperature = 0.7\n"+bad.add, 1))
+		var e *Error
+		if !errors.As(err, &e) || e.Key != bad.key || !strings.Contains(e.Msg, bad.msg) {
+			t.Errorf("%s: %v", bad.add, err)
+		}
 	}
 	_, err = Parse("runtime.toml", strings.Replace(good, "temperature = 0.7", "temperature = 0.7\nn = 8", 1))
 	var e *Error
@@ -238,5 +261,47 @@ func TestParseGatewayReplacesTheEmulator(t *testing.T) {
 	cfg, err = Parse("runtime.toml", strings.Replace(shipped, "\nworkers = [\"emulator\"]\n", "\ngateway = \"http://router:30000\"\nworkers = [\"http://w1:30000\"]\n", 1))
 	if err != nil || len(cfg.SGLang.Workers) != 1 || cfg.SGLang.Gateway == "" {
 		t.Fatalf("gateway and workers: %+v, %v", cfg.SGLang, err)
+	}
+}
+
+// TestParseModelIDOrFolder: a model is a folder when one of that name exists (relative to the config file), else a
+// Hugging Face model id when it reads as one (Org/Name); revision goes with ids only.
+func TestParseModelIDOrFolder(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(dir+"/models/qwen3", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := dir + "/runtime.toml"
+	tests := []struct {
+		name, model, extra string
+		hub                bool
+		want, wantErr      string
+	}{
+		{"hub id", `"Qwen/Qwen3-8B"`, "", true, "Qwen/Qwen3-8B", ""},
+		{"hub id with revision", `"Qwen/Qwen3-8B"`, `revision = "v1.0"`, true, "Qwen/Qwen3-8B", ""},
+		{"existing folder that reads as an id", `"models/qwen3"`, "", false, dir + "/models/qwen3", ""},
+		{"absolute folder", `"/models/qwen3"`, "", false, "/models/qwen3", ""},
+		{"relative folder", `"./qwen3"`, "", false, dir + "/qwen3", ""},
+		{"one word is a folder", `"qwen3"`, "", false, dir + "/qwen3", ""},
+		{"revision with a folder", `"models/qwen3"`, `revision = "main"`, false, "", "runtime.toml:8: agent.revision: agent \"calc\": revision applies to a Hugging Face model id (Org/Name); model \"models/qwen3\" is a folder"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := strings.Replace(good, `model = "/models/qwen3"`, "model = "+tt.model+"\n"+tt.extra, 1)
+			cfg, err := Parse(cfgPath, src)
+			if tt.wantErr != "" {
+				if err == nil || !strings.HasSuffix(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := cfg.Agents[0]
+			if a.Hub != tt.hub || a.Model != tt.want {
+				t.Errorf("model %s: Hub=%v Model=%q, want Hub=%v Model=%q", tt.model, a.Hub, a.Model, tt.hub, tt.want)
+			}
+		})
 	}
 }

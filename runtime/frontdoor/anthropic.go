@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/tito"
 )
 
@@ -28,6 +28,7 @@ type anthRequest struct {
 	TopK          *int            `json:"top_k"`
 	StopSequences []string        `json:"stop_sequences"`
 	Stream        bool            `json:"stream"`
+	OutputFormat  json.RawMessage `json:"output_format"`
 }
 
 type anthMessage struct {
@@ -98,15 +99,9 @@ type decodedAnth struct {
 }
 
 func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*decodedAnth, []tito.Message, []json.RawMessage, *apiError) {
-	r.Body = http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxRequestBytes))
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, nil, nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error",
-				msg: fmt.Sprintf("the request is larger than %d bytes (frontdoor.max_request_bytes)", s.cfg.MaxRequestBytes)}
-		}
-		return nil, nil, nil, invalid("", "reading the request: "+err.Error())
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return nil, nil, nil, aerr
 	}
 	var req anthRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -150,20 +145,20 @@ func (s *Server) decodeMessages(w http.ResponseWriter, r *http.Request) (*decode
 		if t.Name == "" || t.Type != "" && t.Type != "custom" {
 			return nil, nil, nil, invalid(fmt.Sprintf("tools.%d", i), fmt.Sprintf("tools.%d: only custom tools with a name are supported", i))
 		}
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
+		b, err := turn.ToolSpec(t.Name, t.Description, t.InputSchema)
+		if err != nil {
+			return nil, nil, nil, invalid(fmt.Sprintf("tools.%d", i), fmt.Sprintf("tools.%d: %v", i, err))
 		}
-		if len(t.InputSchema) > 0 {
-			fn["parameters"] = t.InputSchema
-		}
-		b, _ := json.Marshal(map[string]any{"type": "function", "function": fn})
 		tools = append(tools, b)
 	}
 	chat := &chatRequest{Model: req.Model, MaxTokens: req.MaxTokens, Temperature: req.Temperature, TopP: req.TopP, TopK: req.TopK}
 	if len(req.StopSequences) > 0 {
 		chat.Stop, _ = json.Marshal(req.StopSequences)
 	}
+	if chat.constraint, aerr = constraintOf(req.OutputFormat, "output_format"); aerr != nil {
+		return nil, nil, nil, aerr
+	}
+	chat.constraintParam = "output_format"
 	return &decodedAnth{chat: chat, stream: req.Stream}, msgs, tools, nil
 }
 

@@ -16,6 +16,15 @@ const (
 	DriftReject = "reject"
 )
 
+// Session id policies: who names a session.
+const (
+	// SessionIDsCaller lets a caller name its sessions (any string, e.g. an episode id); the server also mints.
+	SessionIDsCaller = "caller"
+	// SessionIDsMinted accepts only the ids the server minted (POST /v1/sessions): unguessable, so a session can
+	// be called and ended only by whoever was handed its id.
+	SessionIDsMinted = "minted"
+)
+
 // Config is runtime.toml's [frontdoor] table: the OpenAI/Anthropic-compatible endpoints of `agentrt serve`.
 type Config struct {
 	// Enabled mounts the endpoints on server.addr.
@@ -27,8 +36,11 @@ type Config struct {
 	Consumer string `toml:"consumer"`
 	// Drift is the drift policy: fork, realign or reject.
 	Drift string `toml:"drift"`
+	// SessionIDs is who names sessions: "caller" (any id a caller sends) or "minted" (only ids from
+	// POST /v1/sessions).
+	SessionIDs string `toml:"session_ids"`
 	// IdleTimeout ends a session (and emits its trajectories) when no call came for this long.
-	IdleTimeout Duration `toml:"idle_timeout"`
+	IdleTimeout time.Duration `toml:"idle_timeout"`
 	// MaxSessions bounds the open sessions; a call that would open one more gets a 429.
 	MaxSessions int `toml:"max_sessions"`
 	// MaxRequestBytes bounds one request body; a larger one gets a 413.
@@ -42,7 +54,7 @@ type Config struct {
 
 // DefaultConfig returns the defaults the [frontdoor] table is decoded over.
 func DefaultConfig() Config {
-	return Config{Drift: DriftFork, Consumer: "frontdoor", IdleTimeout: Duration{10 * time.Minute},
+	return Config{Drift: DriftFork, SessionIDs: SessionIDsCaller, Consumer: "frontdoor", IdleTimeout: 10 * time.Minute,
 		MaxSessions: 10000, MaxRequestBytes: 16 << 20}
 }
 
@@ -51,7 +63,9 @@ func (c Config) Validate() (key string, err error) {
 	switch {
 	case c.Drift != DriftFork && c.Drift != DriftRealign && c.Drift != DriftReject:
 		return "drift", fmt.Errorf("%q: want fork, realign or reject", c.Drift)
-	case c.IdleTimeout.Duration <= 0:
+	case c.SessionIDs != SessionIDsCaller && c.SessionIDs != SessionIDsMinted:
+		return "session_ids", fmt.Errorf("%q: want caller or minted", c.SessionIDs)
+	case c.IdleTimeout <= 0:
 		return "idle_timeout", fmt.Errorf("must be > 0")
 	case c.MaxSessions <= 0:
 		return "max_sessions", fmt.Errorf("must be > 0")
@@ -64,19 +78,3 @@ func (c Config) Validate() (key string, err error) {
 	}
 	return "", nil
 }
-
-// Duration is a time.Duration written as text in TOML ("10m").
-type Duration struct{ time.Duration }
-
-// UnmarshalText implements encoding.TextUnmarshaler.
-func (d *Duration) UnmarshalText(b []byte) error {
-	v, err := time.ParseDuration(string(b))
-	if err != nil {
-		return fmt.Errorf("invalid duration %q (use e.g. \"30s\", \"10m\")", b)
-	}
-	d.Duration = v
-	return nil
-}
-
-// MarshalText implements encoding.TextMarshaler.
-func (d Duration) MarshalText() ([]byte, error) { return []byte(d.Duration.String()), nil }

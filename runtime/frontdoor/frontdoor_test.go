@@ -4,23 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/testmodel"
 	"github.com/agentrt/agentrt/internal/testutil"
-	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/config"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/plugin"
+	"github.com/agentrt/agentrt/runtime/system"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
@@ -36,30 +37,7 @@ var (
 	host  *plugin.Host
 )
 
-func TestMain(m *testing.M) {
-	dir := os.Getenv("AGENTRT_QWEN3_MODEL")
-	if dir == "" {
-		fmt.Fprintln(os.Stderr, "frontdoor tests need AGENTRT_QWEN3_MODEL: run `make setup` and `source ~/.cache/agentrt/env.sh`")
-		os.Exit(1)
-	}
-	var err error
-	if qwen3, err = tito.LoadModel(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	cache := filepath.Join(os.TempDir(), "agentrt-frontdoor-test-wazero")
-	if c := os.Getenv("AGENTRT_CACHE"); c != "" {
-		cache = filepath.Join(c, "wazero-test")
-	}
-	os.MkdirAll(cache, 0o755)
-	if host, err = plugin.NewHost(context.Background(), plugin.Config{CacheDir: cache}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	host.Close(context.Background())
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testmodel.Main(m, "frontdoor", &qwen3, &host) }
 
 type syncBuffer struct {
 	mu sync.Mutex
@@ -89,6 +67,8 @@ type harness struct {
 	emits chan frontdoor.Emitted
 	// generating gets a value when the emulator receives a /generate request.
 	generating chan struct{}
+	// gate is the pause gate of the agent's model calls (open unless a test closes it).
+	gate *turn.Gate
 }
 
 // script is the emulator's scripted replies, keyed by the [script:KEY] marker of a conversation's task.
@@ -96,6 +76,8 @@ const script = `{"key": "calc", "replies": ["<tool_call>\n{\"name\": \"add\", \"
 {"key": "think", "replies": ["<think>\nI should add them.\n</think>\n\n<tool_call>\n{\"name\": \"add\", \"arguments\": {\"a\": 2, \"b\": 3}}\n</tool_call>", "<think>\nThe tool said 5.\n</think>\n\nThe sum is 5.", "<think>\nDone.\n</think>\n\nBye."]}
 {"key": "boxed", "replies": ["The answer is \\\\boxed{5}."]}
 {"key": "chat", "replies": ["Hello! How can I help?", "Paris is the capital of France.", "You are welcome."]}
+{"key": "mistral", "replies": ["[TOOL_CALLS]add[ARGS]{\"a\": 2, \"b\": 3}", "2 + 3 = 5."]}
+{"key": "json", "replies": ["{\"answer\": 5}"]}
 `
 
 func newHarness(t testing.TB, cfg frontdoor.Config, kwargs map[string]any) *harness {
@@ -104,9 +86,9 @@ func newHarness(t testing.TB, cfg frontdoor.Config, kwargs map[string]any) *harn
 }
 
 // newHarnessWith is newHarness with changes to the agent's config (nil: none).
-func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, edit func(*runtime.AgentConfig), emuEdits ...func(*emulator.Config)) *harness {
+func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, edit func(*config.Agent), emuEdits ...func(*emulator.Config)) *harness {
 	t.Helper()
-	h := &harness{log: &syncBuffer{}, emits: make(chan frontdoor.Emitted, 100)}
+	h := &harness{log: &syncBuffer{}, emits: make(chan frontdoor.Emitted, 100), gate: &turn.Gate{}}
 	ec := emulator.DefaultConfig()
 	ec.Policy = emulator.PolicyScripted
 	ec.StopIDs, ec.VocabSize = qwen3.StopIDs, qwen3.Tokenizer.VocabSize()
@@ -140,17 +122,17 @@ func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, e
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	ac := runtime.DefaultAgent()
+	ac := config.DefaultAgent()
 	ac.Name, ac.Model, ac.ChatTemplateKwargs = "qwen3", os.Getenv("AGENTRT_QWEN3_MODEL"), kwargs
 	if edit != nil {
 		edit(&ac)
 	}
-	a, err := runtime.BuildAgent(context.Background(), ac, runtime.BuildEnv{Host: host, Generator: client, Model: qwen3,
-		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: esrv.URL})
+	a, err := system.BuildAgent(context.Background(), ac, system.BuildEnv{Host: host, Generator: client, Model: qwen3,
+		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: esrv.URL, Gate: h.gate})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := a.FrontdoorModel()
+	m, err := system.FrontdoorModel(a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,9 +232,10 @@ type logged struct {
 	logprobs      []float64
 }
 
-func (h *harness) generates(t *testing.T) []logged {
+// records returns the emulator's log records of one path.
+func (h *harness) records(t *testing.T, path string) []emulator.LogRecord {
 	t.Helper()
-	var out []logged
+	var out []emulator.LogRecord
 	for _, line := range bytes.Split(h.log.Bytes(), []byte("\n")) {
 		if len(line) == 0 {
 			continue
@@ -261,7 +244,18 @@ func (h *harness) generates(t *testing.T) []logged {
 		if err := json.Unmarshal(line, &r); err != nil {
 			t.Fatal(err)
 		}
-		if r.Path != "/generate" || r.Status != 200 {
+		if r.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (h *harness) generates(t *testing.T) []logged {
+	t.Helper()
+	var out []logged
+	for _, r := range h.records(t, "/generate") {
+		if r.Status != 200 {
 			continue
 		}
 		var req sglang.GenerateRequest
@@ -473,7 +467,11 @@ func TestDriftFork(t *testing.T) {
 		t.Fatalf("%d %v", code, resp)
 	}
 	ag := resp["agentrt"].(map[string]any)
-	if ag["trajectory_id"] != "frontdoor/fk/1" || ag["drift"].(map[string]any)["reason"] != "user_edited" {
+	// frontdoor/SESSION/RUN/BRANCH: the fork is branch 1 of the same run as branch 0.
+	id, _ := ag["trajectory_id"].(string)
+	run := strings.TrimSuffix(strings.TrimPrefix(id, "frontdoor/fk/"), "/1")
+	if len(run) != 16 || id != "frontdoor/fk/"+run+"/1" || ag["drift"].(map[string]any)["from"] != "frontdoor/fk/"+run+"/0" ||
+		ag["drift"].(map[string]any)["reason"] != "user_edited" {
 		t.Fatalf("agentrt %v", ag)
 	}
 	em := h.end(t, "fk")
@@ -614,7 +612,7 @@ func TestAnthropicBadInput(t *testing.T) {
 // idle_timeout, and a later call to it gets session_not_found.
 func TestIdleTimeoutEndsSession(t *testing.T) {
 	cfg := defaultConfig(frontdoor.DriftFork)
-	cfg.IdleTimeout.Duration = time.Millisecond
+	cfg.IdleTimeout = time.Millisecond
 	h := newHarness(t, cfg, map[string]any{"enable_thinking": false})
 	msgs := []any{map[string]any{"role": "user", "content": "[script:chat] Hi."}}
 	if code, resp := h.post(t, "/s/idle/v1/chat/completions", chat(msgs)); code != 200 {
@@ -660,7 +658,7 @@ func TestCloseEmitsOpenSessions(t *testing.T) {
 // episode (here the built-in math_reward: the reply's \boxed{} answer against the label).
 func TestRewardHookScoresSession(t *testing.T) {
 	h := newHarnessWith(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false},
-		func(ac *runtime.AgentConfig) { ac.Reward = &runtime.PluginConfig{Plugin: "builtin:math_reward"} })
+		func(ac *config.Agent) { ac.Reward = &config.Plugin{Plugin: "builtin:math_reward"} })
 	for _, c := range []struct {
 		session, label string
 		want           float64
@@ -685,7 +683,7 @@ func TestRewardHookScoresSession(t *testing.T) {
 func TestLimits(t *testing.T) {
 	cfg := defaultConfig(frontdoor.DriftFork)
 	cfg.MaxSessions = 1
-	h := newHarnessWith(t, cfg, map[string]any{"enable_thinking": false}, func(ac *runtime.AgentConfig) { ac.ContextWindow = 64 })
+	h := newHarnessWith(t, cfg, map[string]any{"enable_thinking": false}, func(ac *config.Agent) { ac.ContextWindow = 64 })
 	short := []any{map[string]any{"role": "user", "content": "[script:chat] Hi."}}
 	if code, resp := h.post(t, "/s/one/v1/chat/completions", map[string]any{"model": "qwen3", "messages": short, "max_tokens": 16}); code != 200 {
 		t.Fatalf("%d %v", code, resp)
@@ -766,8 +764,12 @@ func TestCallerGoneAbortsGeneration(t *testing.T) {
 	testutil.Until(t, "an /abort_request in the emulator's log", func() bool {
 		return bytes.Contains(h.log.Bytes(), []byte(`"path":"/abort_request"`))
 	})
+	// The session's only call failed: it was not kept (issue 27), and nothing was emitted.
 	code, out := h.post(t, "/s/gone/end", nil)
-	if code != 200 || len(out["trajectories"].([]any)) != 0 {
-		t.Fatalf("end: %d %v (the aborted call must leave no trajectory)", code, out)
+	h.mu.Lock()
+	emitted := len(h.emitted)
+	h.mu.Unlock()
+	if code != 404 || errCode(out) != "session_not_found" || h.fd.Sessions() != 0 || emitted != 0 {
+		t.Fatalf("end: %d %v, %d sessions, %d emitted (the aborted call must leave nothing)", code, out, h.fd.Sessions(), emitted)
 	}
 }

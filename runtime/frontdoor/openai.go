@@ -10,10 +10,9 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/tito"
 )
-
-var errIOEOF = io.EOF
 
 // chatRequest is the part of an OpenAI chat completions request that agentrt reads; other fields are ignored.
 type chatRequest struct {
@@ -34,12 +33,59 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	Logprobs  bool            `json:"logprobs"`
-	LogitBias json.RawMessage `json:"logit_bias"`
+	Logprobs       bool            `json:"logprobs"`
+	LogitBias      json.RawMessage `json:"logit_bias"`
+	ResponseFormat json.RawMessage `json:"response_format"`
 	// SGLang's extensions of the OpenAI request.
 	TopK              *int     `json:"top_k"`
 	MinP              *float64 `json:"min_p"`
 	RepetitionPenalty *float64 `json:"repetition_penalty"`
+
+	// constraint is the JSON schema the reply must follow (SGLang's json_schema), from the API's response
+	// format; constraintParam names that parameter in errors.
+	constraint, constraintParam string
+}
+
+// formatSpec is a structured-output request in any of the APIs' spellings: Chat Completions' response_format
+// ({"type": "json_schema", "json_schema": {"name", "schema", "strict"}}), Responses' text.format and Anthropic's
+// output_format ({"type": "json_schema", "schema": ...}); "json_object" and "text" too.
+type formatSpec struct {
+	Type       string          `json:"type"`
+	Schema     json.RawMessage `json:"schema"`
+	JSONSchema *struct {
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
+}
+
+// constraintOf turns a response format into SGLang's json_schema constraint, as SGLang's own OpenAI server does
+// (json_object is {"type": "object"}); "" for none. param names the format's parameter in errors.
+func constraintOf(raw json.RawMessage, param string) (string, *apiError) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return "", nil
+	}
+	var f formatSpec
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return "", invalid(param, fmt.Sprintf("%s: want an object with a \"type\" (text, json_object or json_schema): %v", param, err))
+	}
+	switch f.Type {
+	case "text":
+		return "", nil
+	case "json_object":
+		return `{"type": "object"}`, nil
+	case "json_schema":
+		schema, at := f.Schema, param+".schema"
+		if f.JSONSchema != nil {
+			schema, at = f.JSONSchema.Schema, param+".json_schema.schema"
+		}
+		var obj map[string]any
+		if err := json.Unmarshal(schema, &obj); err != nil || obj == nil {
+			return "", invalid(at, fmt.Sprintf("%s: a json_schema format needs the schema, a JSON object", at))
+		}
+		var c bytes.Buffer
+		json.Compact(&c, schema)
+		return c.String(), nil
+	}
+	return "", invalid(param+".type", fmt.Sprintf("%s.type %q is not supported (text, json_object or json_schema)", param, f.Type))
 }
 
 // apiError is an error in OpenAI's shape: {"error": {"message", "type", "param", "code"}}.
@@ -75,17 +121,26 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Write(append(b, '\n'))
 }
 
-// decodeChat reads and checks a request; the messages come back decoded and normalized (see normalize).
-func (s *Server) decodeChat(w http.ResponseWriter, r *http.Request) (*chatRequest, []tito.Message, []json.RawMessage, *apiError) {
+// readBody reads a request's body, at most frontdoor.max_request_bytes of it (a larger one is a 413).
+func (s *Server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, *apiError) {
 	r.Body = http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxRequestBytes))
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return nil, nil, nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
+			return nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
 				msg: fmt.Sprintf("the request is larger than %d bytes (frontdoor.max_request_bytes)", s.cfg.MaxRequestBytes)}
 		}
-		return nil, nil, nil, invalid("", "reading the request: "+err.Error())
+		return nil, invalid("", "reading the request: "+err.Error())
+	}
+	return body, nil
+}
+
+// decodeChat reads and checks a request; the messages come back decoded and normalized (see normalize).
+func (s *Server) decodeChat(w http.ResponseWriter, r *http.Request) (*chatRequest, []tito.Message, []json.RawMessage, *apiError) {
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return nil, nil, nil, aerr
 	}
 	var req chatRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -128,7 +183,7 @@ func (s *Server) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReques
 			return nil, nil, nil, invalid("tools", err.Error())
 		}
 		for i, sp := range tools {
-			if name, err := specName(sp); err != nil || name == "" {
+			if name, err := turn.ToolName(sp); err != nil || name == "" {
 				return nil, nil, nil, invalid(fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tools[%d] has no function name", i))
 			}
 		}
@@ -136,23 +191,11 @@ func (s *Server) decodeChat(w http.ResponseWriter, r *http.Request) (*chatReques
 	if req.MaxTokens != nil && *req.MaxTokens <= 0 || req.MaxCompletionTokens != nil && *req.MaxCompletionTokens <= 0 {
 		return nil, nil, nil, invalid("max_tokens", "max_tokens must be > 0")
 	}
+	if req.constraint, aerr = constraintOf(req.ResponseFormat, "response_format"); aerr != nil {
+		return nil, nil, nil, aerr
+	}
+	req.constraintParam = "response_format"
 	return &req, msgs, tools, nil
-}
-
-func specName(spec json.RawMessage) (string, error) {
-	var sp struct {
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-		Name string `json:"name"`
-	}
-	if err := json.Unmarshal(spec, &sp); err != nil {
-		return "", err
-	}
-	if sp.Function.Name != "" {
-		return sp.Function.Name, nil
-	}
-	return sp.Name, nil
 }
 
 // normalize keeps what a chat template reads of a caller's message: role, text content (text parts joined),
@@ -286,19 +329,28 @@ func (s *Server) chatCompletions(w http.ResponseWriter, r *http.Request, session
 	writeJSON(w, http.StatusOK, res.chat(s.m.Name))
 }
 
-// serveCall runs one decoded call of any API in its session (a one-call session ends right after it).
+// serveCall runs one decoded call of any API in its session (a one-call session ends right after it). Sampling
+// params SGLang would refuse are refused first, before any session is opened.
 func (s *Server) serveCall(ctx context.Context, sessionID, api string, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (*callResult, *apiError) {
-	ss, aerr := s.open(sessionID)
-	if aerr != nil {
+	if _, aerr := s.sampling(req); aerr != nil {
 		return nil, aerr
 	}
-	res, aerr := ss.call(ctx, api, req, msgs, tools)
-	if ss.oneCall {
-		if _, err := ss.end(ctx, "", nil); err != nil && aerr == nil {
-			aerr = &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "spool_error", msg: err.Error()}
+	for {
+		ss, aerr := s.open(sessionID)
+		if aerr != nil {
+			return nil, aerr
 		}
+		res, aerr, discarded := ss.call(ctx, api, req, msgs, tools)
+		if discarded {
+			continue // the session's first call failed while this one waited: this one opens it afresh
+		}
+		if ss.oneCall {
+			if _, err := ss.end(ctx, "", nil); err != nil && aerr == nil {
+				aerr = &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "spool_error", msg: err.Error()}
+			}
+		}
+		return res, aerr
 	}
-	return res, aerr
 }
 
 // writeChatStream sends a finished reply as OpenAI's chat.completion.chunk events: the role, the reasoning, the

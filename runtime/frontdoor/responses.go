@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/tito"
 )
 
@@ -27,6 +27,9 @@ type respRequest struct {
 	TopP               *float64        `json:"top_p"`
 	Stream             bool            `json:"stream"`
 	PreviousResponseID string          `json:"previous_response_id"`
+	Text               *struct {
+		Format json.RawMessage `json:"format"`
+	} `json:"text"`
 }
 
 type respTool struct {
@@ -139,15 +142,9 @@ func writeRespStream(w http.ResponseWriter, full map[string]any) {
 }
 
 func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request, sessionID string) (*chatRequest, []tito.Message, []json.RawMessage, *apiError) {
-	r.Body = http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxRequestBytes))
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, nil, nil, &apiError{status: http.StatusRequestEntityTooLarge, typ: "invalid_request_error", code: "request_too_large",
-				msg: fmt.Sprintf("the request is larger than %d bytes (frontdoor.max_request_bytes)", s.cfg.MaxRequestBytes)}
-		}
-		return nil, nil, nil, invalid("", "reading the request: "+err.Error())
+	body, aerr := s.readBody(w, r)
+	if aerr != nil {
+		return nil, nil, nil, aerr
 	}
 	var req respRequest
 	if err := json.Unmarshal(body, &req); err != nil {
@@ -166,14 +163,10 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request, session
 		if t.Type != "function" || t.Name == "" {
 			return nil, nil, nil, invalid(fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tools[%d]: only function tools with a name are supported", i))
 		}
-		fn := map[string]any{"name": t.Name}
-		if t.Description != "" {
-			fn["description"] = t.Description
+		b, err := turn.ToolSpec(t.Name, t.Description, t.Parameters)
+		if err != nil {
+			return nil, nil, nil, invalid(fmt.Sprintf("tools[%d]", i), fmt.Sprintf("tools[%d]: %v", i, err))
 		}
-		if len(t.Parameters) > 0 {
-			fn["parameters"] = t.Parameters
-		}
-		b, _ := json.Marshal(map[string]any{"type": "function", "function": fn})
 		tools = append(tools, b)
 	}
 	var items []respItem
@@ -206,6 +199,13 @@ func (s *Server) decodeResponses(w http.ResponseWriter, r *http.Request, session
 	chat := &chatRequest{Model: req.Model, MaxTokens: req.MaxOutputTokens, Temperature: req.Temperature, TopP: req.TopP, Stream: stream}
 	if req.MaxOutputTokens != nil && *req.MaxOutputTokens <= 0 {
 		return nil, nil, nil, invalid("max_output_tokens", "max_output_tokens must be > 0")
+	}
+	if req.Text != nil {
+		var aerr *apiError
+		if chat.constraint, aerr = constraintOf(req.Text.Format, "text.format"); aerr != nil {
+			return nil, nil, nil, aerr
+		}
+		chat.constraintParam = "text.format"
 	}
 	return chat, msgs, tools, nil
 }

@@ -121,6 +121,44 @@ func TestOpenAISDKToolLoop(t *testing.T) {
 	}
 }
 
+// Structured output with the SDK's parse(): the pydantic model's schema goes out as response_format
+// (json_schema, strict), reaches SGLang as its json_schema constraint, and the SDK parses the reply into the model.
+func TestOpenAISDKStructuredOutput(t *testing.T) {
+	py := sdkPython(t)
+	h := newHarness(t, defaultConfig(frontdoor.DriftFork), map[string]any{"enable_thinking": false})
+	r := runAgent(t, py, h, "sdk-json", "structured", "[script:json] What is 2 + 3? Answer in JSON.")
+	if len(r.Replies) != 2 || *r.Replies[0] != `{"answer": 5}` || *r.Replies[1] != "5" || len(r.Trajectories) != 1 {
+		t.Fatalf("%+v", r)
+	}
+	logged := h.loggedSampling(t)
+	schema, _ := logged[len(logged)-1]["json_schema"].(string)
+	var s struct {
+		Properties map[string]any `json:"properties"`
+		Required   []string       `json:"required"`
+	}
+	if err := json.Unmarshal([]byte(schema), &s); err != nil || s.Properties["answer"] == nil || len(s.Required) != 1 {
+		t.Fatalf("json_schema sent to SGLang: %q (%v)", schema, err)
+	}
+}
+
+// With frontdoor.session_ids = "minted", the SDK agent asks for a session id first and runs its tool loop in it;
+// one that names its own session is refused.
+func TestOpenAISDKMintedSession(t *testing.T) {
+	py := sdkPython(t)
+	cfg := defaultConfig(frontdoor.DriftReject)
+	cfg.SessionIDs = frontdoor.SessionIDsMinted
+	h := newHarness(t, cfg, map[string]any{"enable_thinking": false})
+	r := runScript(t, py, "openai_agent.py", "--server", h.srv.URL, "--mint", "--mode", "tools", "--task", "[script:calc] Add 2 and 3.")
+	if len(r.Trajectories) != 1 || len(r.Replies) != 2 || !strings.HasPrefix(r.Trajectories[0], "frontdoor/s-") {
+		t.Fatalf("%+v", r)
+	}
+	cmd := exec.Command(py, "../../examples/frontdoor/openai_agent.py", "--server", h.srv.URL, "--session", "ep-42", "--task", "[script:calc] x")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "openai.NotFoundError") || !strings.Contains(string(out), "POST /v1/sessions") {
+		t.Fatalf("an agent naming its own session: %v\n%s", err, out)
+	}
+}
+
 // A caller that replaces its history with a summary, under fork (two trajectories sharing a prefix) and realign
 // (one trajectory, the cut recorded).
 func TestOpenAISDKSummaryForks(t *testing.T) {

@@ -8,57 +8,27 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/agentrt/agentrt/plugins/sdk/abi"
-	"github.com/agentrt/agentrt/runtime/family"
-	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/tito"
 )
 
-// Generator makes one /generate call; the key (the session id) keeps a session's calls on one worker.
-type Generator interface {
-	Generate(ctx context.Context, key string, req *sglang.GenerateRequest) (*sglang.GenerateResponse, error)
-}
-
-// Tokenizer encodes rendered prompts and decodes generated ids.
-type Tokenizer interface {
-	Encode(text string, addSpecialTokens bool) []int32
-	Decode(ids []int32, skipSpecialTokens bool) string
-}
-
-// Template renders the first prompt in full and later messages as deltas (*tito.ChatTemplate).
-type Template interface {
-	Render(msgs []tito.Message, o tito.RenderOptions) (string, error)
-	RenderDelta(history, msgs []tito.Message, o tito.RenderOptions) (string, error)
-}
-
-// Parser reads tool calls out of a completion's text (the family's Wasm parser).
-type Parser interface {
-	Parse(ctx context.Context, text string) (abi.ParseResult, error)
-}
-
-// Model is what serves the calls: one configured agent's model, template, parser and limits.
+// Model is what serves the calls: one configured agent's model (generator, tokenizer, template, parser, stops,
+// context window, template kwargs, reasoning markup, call-id style, pause gate), sampling defaults and reward.
 type Model struct {
 	// Name is what callers put in "model" (the agent's name).
-	Name      string
-	Generator Generator
-	Tokenizer Tokenizer
-	Template  Template
-	Parser    Parser
-	// StopIDs end a turn (trimmed before parsing); ExtraStopIDs are sent as stop_token_ids.
-	StopIDs, ExtraStopIDs []int32
-	ContextWindow         int
-	// Kwargs are the agent's chat_template_kwargs.
-	Kwargs map[string]any
-	// Defaults are the agent's sampling params; Defaults.MaxNewTokens is the default max_tokens.
-	Defaults sglang.SamplingParams
-	// Reasoning is how the family marks reasoning, to split it from the content of a reply.
-	Reasoning family.Reasoning
+	Name string
+	// Turn makes the model calls.
+	Turn *turn.Model
+	// Sampling are the agent's sampling params, every one of them: a call's parameters override some;
+	// Sampling.MaxNewTokens is the default max_tokens.
+	Sampling turn.Sampling
 	// Provenance is copied into every trajectory.
 	Provenance map[string]any
 	// Reward, if set, scores a finished trajectory whose session end gave no reward (the agent's reward hook).
@@ -111,11 +81,14 @@ func New(cfg Config, m Model, sink Sink, log *slog.Logger) (*Server, error) {
 	if key, err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("frontdoor.%s: %w", key, err)
 	}
-	if m.Generator == nil || m.Tokenizer == nil || m.Template == nil || m.Parser == nil || sink == nil {
-		return nil, errors.New("frontdoor: needs a generator, tokenizer, template, parser and sink")
+	if m.Turn == nil || sink == nil {
+		return nil, errors.New("frontdoor: needs a model and a sink")
 	}
-	if m.ContextWindow <= 0 || m.Defaults.MaxNewTokens <= 0 {
-		return nil, errors.New("frontdoor: the model needs a context window and a default max_new_tokens")
+	if err := m.Turn.Check(); err != nil {
+		return nil, fmt.Errorf("frontdoor: %w", err)
+	}
+	if m.Sampling.MaxNewTokens <= 0 {
+		return nil, errors.New("frontdoor: the model needs a default max_new_tokens")
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -130,6 +103,7 @@ func New(cfg Config, m Model, sink Sink, log *slog.Logger) (*Server, error) {
 //	POST /v1/messages, /s/{session}/v1/messages (Anthropic; base_url = http://host/s/{session})
 //	POST /v1/responses, /s/{session}/v1/responses (OpenAI Responses)
 //	POST /s/{session}/end, POST /v1/sessions/{session}/end
+//	POST /v1/sessions                      (mints a session id: {"session": "s-..."})
 //	GET  /v1/models, /s/{session}/v1/models
 func (s *Server) Handler() http.Handler {
 	s.handlerOnce.Do(s.buildHandler)
@@ -156,6 +130,7 @@ func (s *Server) buildHandler() {
 	mux.HandleFunc("POST /s/{session}/v1/responses", func(w http.ResponseWriter, r *http.Request) {
 		s.responses(w, r, r.PathValue("session"))
 	})
+	mux.HandleFunc("POST /v1/sessions", s.mintHandler)
 	mux.HandleFunc("POST /s/{session}/end", s.endHandler)
 	mux.HandleFunc("POST /v1/sessions/{session}/end", s.endHandler)
 	mux.HandleFunc("GET /v1/models", s.models)
@@ -203,7 +178,8 @@ func (s *Server) Sessions() int {
 	return len(s.sessions)
 }
 
-// open returns the session named id, creating it; anonymous (id "") calls get a fresh one-call session.
+// open returns the session named id, creating it (unless session ids are minted); anonymous (id "") calls get a
+// fresh one-call session.
 func (s *Server) open(id string) (*session, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -221,20 +197,63 @@ func (s *Server) open(id string) (*session, *apiError) {
 			return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "session_not_found",
 				msg: fmt.Sprintf("session %q has ended (explicitly or after frontdoor.idle_timeout); start a new session id", id)}
 		}
-	}
-	if len(s.sessions) >= s.cfg.MaxSessions {
-		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "too_many_sessions",
-			msg: fmt.Sprintf("%d sessions are open (frontdoor.max_sessions): end some first", len(s.sessions))}
+		if s.cfg.SessionIDs == SessionIDsMinted {
+			return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "session_not_found",
+				msg: fmt.Sprintf("no session %q: this server only serves the session ids it mints (frontdoor.session_ids = \"minted\"): POST /v1/sessions for one", id)}
+		}
 	}
 	oneCall := id == ""
 	if oneCall {
 		id = "anon-" + randomID()
 	}
+	return s.openLocked(id, oneCall, false)
+}
+
+// openLocked adds a new session, within max_sessions. Caller holds s.mu.
+func (s *Server) openLocked(id string, oneCall, minted bool) (*session, *apiError) {
+	if len(s.sessions) >= s.cfg.MaxSessions {
+		return nil, &apiError{status: http.StatusTooManyRequests, typ: "rate_limit_error", code: "too_many_sessions",
+			msg: fmt.Sprintf("%d sessions are open (frontdoor.max_sessions): end some first", len(s.sessions))}
+	}
 	ss := newSession(s, id, oneCall)
+	ss.minted = minted
 	s.sessions[id] = ss
 	return ss, nil
 }
 
+// mintHandler opens a session under a fresh, unguessable id and answers it: {"session": "s-..."}. The session
+// counts toward max_sessions and ends after idle_timeout without a call, like any.
+func (s *Server) mintHandler(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		writeError(w, &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "shutting_down", msg: "agentrt is shutting down"})
+		return
+	}
+	ss, aerr := s.openLocked("s-"+randomID()+randomID(), false, true)
+	s.mu.Unlock()
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	ss.mu.Lock()
+	ss.last = time.Now()
+	ss.idle = time.AfterFunc(s.cfg.IdleTimeout, ss.idleEnd)
+	ss.mu.Unlock()
+	writeJSON(w, http.StatusOK, map[string]any{"session": ss.id, "object": "session"})
+}
+
+// discard forgets a session whose first call failed without marking its id ended: nothing of it is kept, and the
+// id may be used again.
+func (s *Server) discard(ss *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+}
+
+// randomID is 64 random bits in hex.
 func randomID() string {
 	var b [8]byte
 	rand.Read(b[:])
@@ -264,7 +283,8 @@ type endBody struct {
 	// Label and Metadata are copied into each trajectory.
 	Label    json.RawMessage `json:"label"`
 	Metadata json.RawMessage `json:"metadata"`
-	// GroupID groups sessions for the trainer (the n samples of one prompt, for GRPO); default frontdoor/SESSION.
+	// GroupID groups sessions for the trainer (the n samples of one prompt, for GRPO); default
+	// frontdoor/SESSION/RUN (the session's own branches).
 	GroupID string `json:"group_id"`
 }
 
@@ -274,7 +294,7 @@ func (s *Server) endHandler(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, int64(s.cfg.MaxRequestBytes))
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, errIOEOF) {
+	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
 		writeError(w, invalid("", "end "+id+": body: "+err.Error()+" (want {\"reward\": number, \"label\": ..., \"metadata\": {...}, \"group_id\": \"...\"} or nothing)"))
 		return
 	}
@@ -296,7 +316,8 @@ func (s *Server) endHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	ids, err := ss.end(r.Context(), "", &body)
 	if err != nil {
-		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "spool_error", msg: fmt.Sprintf("session %q: %v", id, err)})
+		writeError(w, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "spool_error",
+			msg: fmt.Sprintf("session %q: %v (spooled: %q)", id, err, ids)})
 		return
 	}
 	if ids == nil {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"reflect"
 	"slices"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -26,26 +26,32 @@ type session struct {
 	s       *Server
 	id      string
 	oneCall bool
+	// run tells this session apart from any other that had or will have its id (before a restart, after it
+	// ended): it is in its trajectory ids, so that a reused id never names a trajectory already stored.
+	run string
+	// minted: the server minted the id (POST /v1/sessions); such a session is kept even if its first call fails.
+	minted bool
 
-	mu       sync.Mutex
-	ended    bool
-	branches []*branch // every trajectory of the session; the last one is current
-	tools    []json.RawMessage
-	toolsKey string
-	drift    map[string]int // policy + "." + reason -> count
-	dropped  int            // calls whose history dropped the reasoning of a reply (kept as generated)
-	idle     *time.Timer
-	calls    int
-	apis     []string  // the APIs the session's calls came through
-	last     time.Time // when the last call ended (or the session began)
-	lastRID  string    // the request id of the last reply (its response ids are made from it)
+	mu        sync.Mutex
+	ended     bool
+	discarded bool      // its first call failed: it was dropped, unkept (a call that waited for it opens it afresh)
+	branches  []*branch // every trajectory of the session; the last one is current
+	tools     []json.RawMessage
+	toolsKey  string
+	drift     map[string]int // policy + "." + reason -> count
+	dropped   int            // calls whose history dropped the reasoning of a reply (kept as generated)
+	idle      *time.Timer
+	calls     int
+	apis      []string  // the APIs the session's calls came through
+	last      time.Time // when the last call ended (or the session began)
+	lastRID   string    // the request id of the last reply (its response ids are made from it)
 }
 
 // idleEnd ends the session when its idle timer fires, unless a call ran meanwhile (the timer fired while the
 // call held the session): then it waits for another idle period.
 func (ss *session) idleEnd() {
 	ss.mu.Lock()
-	idle := ss.s.cfg.IdleTimeout.Duration
+	idle := ss.s.cfg.IdleTimeout
 	if wait := idle - time.Since(ss.last); wait > 0 && !ss.ended {
 		ss.idle.Reset(wait)
 		ss.mu.Unlock()
@@ -92,12 +98,16 @@ type driftRecord struct {
 
 func newSession(s *Server, id string, oneCall bool) *session {
 	// The idle timer starts when the first call ends (a session is opened by its first call).
-	return &session{s: s, id: id, oneCall: oneCall, drift: map[string]int{}}
+	return &session{s: s, id: id, oneCall: oneCall, run: randomID(), drift: map[string]int{}}
 }
 
-func (ss *session) trajectoryID(b *branch) string {
-	return fmt.Sprintf("frontdoor/%s/%d", ss.id, b.index)
-}
+func (ss *session) trajectoryID(b *branch) string { return ss.branchID(b.index) }
+
+// branchID is the trajectory id of the session's branch i: frontdoor/SESSION/RUN/BRANCH.
+func (ss *session) branchID(i int) string { return fmt.Sprintf("frontdoor/%s/%s/%d", ss.id, ss.run, i) }
+
+// groupID is the default group of the session's trajectories (its branches): frontdoor/SESSION/RUN.
+func (ss *session) groupID() string { return "frontdoor/" + ss.id + "/" + ss.run }
 
 func (ss *session) current() *branch {
 	if len(ss.branches) == 0 {
@@ -131,26 +141,45 @@ type plan struct {
 	appended bool
 }
 
-func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (*callResult, *apiError) {
+// call runs one call in the session. discarded reports that the session had been dropped (its first call failed)
+// while this call waited for it: nothing was done, and the caller should open the session again.
+func (ss *session) call(ctx context.Context, api string, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (_ *callResult, _ *apiError, discarded bool) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	if ss.discarded {
+		return nil, nil, true
+	}
 	if ss.ended {
 		return nil, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "session_not_found",
-			msg: fmt.Sprintf("session %q has ended", ss.id)}
+			msg: fmt.Sprintf("session %q has ended", ss.id)}, false
 	}
 	if !ss.oneCall {
 		if ss.idle != nil {
 			ss.idle.Stop()
 		}
 		defer func() {
+			if ss.ended {
+				return
+			}
 			ss.last = time.Now()
 			if ss.idle == nil {
-				ss.idle = time.AfterFunc(ss.s.cfg.IdleTimeout.Duration, ss.idleEnd)
+				ss.idle = time.AfterFunc(ss.s.cfg.IdleTimeout, ss.idleEnd)
 			} else {
-				ss.idle.Reset(ss.s.cfg.IdleTimeout.Duration)
+				ss.idle.Reset(ss.s.cfg.IdleTimeout)
 			}
 		}()
 	}
+	res, aerr := ss.callLocked(ctx, api, req, msgs, tools)
+	if aerr != nil && len(ss.branches) == 0 && !ss.oneCall && !ss.minted {
+		// A session whose first call failed holds nothing: it is not kept (it would take a place of
+		// max_sessions until its idle timeout), and its id stays free.
+		ss.ended, ss.discarded = true, true
+		ss.s.discard(ss)
+	}
+	return res, aerr, false
+}
+
+func (ss *session) callLocked(ctx context.Context, api string, req *chatRequest, msgs []tito.Message, tools []json.RawMessage) (*callResult, *apiError) {
 	ss.calls++
 	start := time.Now()
 	if !slices.Contains(ss.apis, api) {
@@ -213,10 +242,6 @@ func toolsKey(tools []json.RawMessage) string {
 	return b.String()
 }
 
-func (ss *session) renderOptions(tools []json.RawMessage) tito.RenderOptions {
-	return tito.RenderOptions{AddGenerationPrompt: true, Tools: tools, Kwargs: ss.s.m.Kwargs}
-}
-
 // plan matches the call's messages against the current branch: a first call renders them in full; a call that
 // extends the history renders only the new messages as a delta; anything else is drift, handled by the policy.
 func (ss *session) plan(msgs []tito.Message, tools []json.RawMessage) (*plan, *apiError) {
@@ -239,13 +264,11 @@ func (ss *session) plan(msgs []tito.Message, tools []json.RawMessage) (*plan, *a
 		for i, h := range cur.hist {
 			history[i] = h.render
 		}
-		text, err := m.Template.RenderDelta(history, newMsgs, ss.renderOptions(tools))
+		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.lastStop)
 		if err != nil {
 			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 				msg: fmt.Sprintf("session %q: rendering messages[%d:] as a delta of the history: %v", ss.id, len(cur.hist), err)}
 		}
-		text = ss.trimGeneratedStop(cur, text)
-		ids := m.Tokenizer.Encode(text, false)
 		if err := cur.traj.AppendPrompt(ids); err != nil {
 			return nil, &apiError{status: http.StatusInternalServerError, typ: "server_error", code: "invariant", msg: err.Error()}
 		}
@@ -285,13 +308,11 @@ func describeDrift(reason string, at, histLen int) string {
 // renderFresh renders msgs in full into a new branch; with from set (drift), the branch shares from's common
 // token prefix and d records where.
 func (ss *session) renderFresh(msgs []tito.Message, tools []json.RawMessage, from *branch, d *driftRecord) (*branch, *apiError) {
-	m := ss.s.m
-	text, err := m.Template.Render(msgs, ss.renderOptions(tools))
+	ids, err := ss.s.m.Turn.Prompt(msgs, tools)
 	if err != nil {
 		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 			msg: fmt.Sprintf("session %q: rendering the messages with the chat template: %v", ss.id, err)}
 	}
-	ids := m.Tokenizer.Encode(text, false)
 	b := &branch{traj: tito.NewTrajectory(), lastStop: -1, parseErrs: map[string]int{}}
 	for _, msg := range msgs {
 		b.hist = append(b.hist, histMsg{render: msg, view: msg})
@@ -410,113 +431,63 @@ func checkToolResults(msgs []tito.Message) *apiError {
 	return nil
 }
 
-// nextMessageStarter is a template whose model stops on the token that begins the next message (GLM).
-type nextMessageStarter interface {
-	StartsNextMessage(stop string) bool
-}
-
-// trimGeneratedStop drops from a delta the stop token that the model generated when the template writes it as
-// the start of the next message: it is in the trajectory already (as the native loop does).
-func (ss *session) trimGeneratedStop(b *branch, delta string) string {
-	ns, ok := ss.s.m.Template.(nextMessageStarter)
-	if !ok || b.lastStop < 0 {
-		return delta
-	}
-	stop := ss.s.m.Tokenizer.Decode([]int32{b.lastStop}, false)
-	if ns.StartsNextMessage(stop) {
-		return strings.TrimPrefix(delta, stop)
-	}
-	return delta
-}
-
-// generate makes the call's /generate request and appends the reply to the plan's branch.
-// callStart is when the call began: the time to here, less waiting on SGLang, is the turn's overhead.
+// generate makes the call's model turn (turn.Model.Call: the pause gate, the context window, SGLang, abort on
+// a caller gone, the reply appended verbatim, decoded and parsed) on the plan's branch. callStart is when the
+// call began: the time to the request, less time held by a pause, is the turn's overhead.
 func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, callStart time.Time) (*callResult, *apiError) {
 	m := ss.s.m
 	b := p.b
-	ids, start := b.traj.NextRequest()
-	room := m.ContextWindow - len(ids)
-	if room <= 0 {
-		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "context_length_exceeded",
-			msg: fmt.Sprintf("session %q: the conversation is %d tokens, the model's context window is %d", ss.id, len(ids), m.ContextWindow)}
-	}
-	sp, aerr := ss.sampling(req, room)
+	sp, aerr := ss.s.sampling(req)
 	if aerr != nil {
 		return nil, aerr
 	}
+	prior := 0 // the calls of the conversation so far (Kimi K2's ids count them)
+	for _, h := range p.hist {
+		prior += len(h.render.ToolCalls)
+	}
 	rid := fmt.Sprintf("%s.%d.%d", ss.trajectoryIDFor(p), b.traj.Turns(), ss.calls)
-	greq := &sglang.GenerateRequest{InputIDs: ids, SamplingParams: sp, ReturnLogprob: true, LogprobStartLen: start, RID: rid}
-	t0 := time.Now()
-	resp, err := m.Generator.Generate(ctx, ss.id, greq)
-	lat := time.Since(t0)
+	r, err := m.Turn.Call(ctx, b.traj, turn.CallRequest{Key: ss.id, RID: rid, Sampling: sp, Since: callStart, ParseLength: true,
+		CallIDSeed: rid, PriorCalls: prior, NewCallID: func(i int) string { return fmt.Sprintf("call_%s_%d_%d", shortID(ss.id), ss.calls, i) }})
 	if err != nil {
-		if ab, ok := m.Generator.(interface {
-			AbortRequest(ctx context.Context, rid string) error
-		}); ok && ctx.Err() != nil {
-			// The caller went away mid-generation: make sure SGLang stops working on it too.
-			actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-			ab.AbortRequest(actx, rid)
-			cancel()
-		}
-		if errors.Is(err, sglang.ErrContextLength) {
+		var ae *turn.AbortError
+		var ie *turn.InvariantError
+		switch {
+		case errors.Is(err, turn.ErrContextFull):
+			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "context_length_exceeded",
+				msg: fmt.Sprintf("session %q: the conversation is %d tokens, the model's context window is %d", ss.id, b.traj.Len(), m.Turn.ContextWindow)}
+		case errors.Is(err, sglang.ErrContextLength):
 			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "context_length_exceeded", msg: err.Error()}
+		case errors.As(err, &ae):
+			return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "aborted", msg: fmt.Sprintf("session %q: SGLang aborted the request: %s", ss.id, ae.Message)}
+		case errors.As(err, &ie):
+			return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "invariant", msg: fmt.Sprintf("session %q: %v", ss.id, err)}
+		case errors.Is(err, sglang.ErrBadRequest): // what agentrt cannot check itself (a JSON schema SGLang cannot compile)
+			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", code: "invalid_request",
+				msg: fmt.Sprintf("session %q: SGLang refused the request: %v", ss.id, err)}
 		}
 		return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "upstream_error", msg: fmt.Sprintf("session %q: /generate: %v", ss.id, err)}
 	}
-	fr := resp.MetaInfo.FinishReason
-	if fr != nil && fr.Type == sglang.FinishAbort {
-		return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "aborted", msg: fmt.Sprintf("session %q: SGLang aborted the request: %s", ss.id, fr.Message)}
-	}
-	out := tito.Response{
-		InputIDs: ids, LogprobStartLen: start,
-		InputLogprobs: inputLogprobs(resp.MetaInfo.InputTokenLogprobs),
-		OutputIDs:     resp.OutputIDs, OutputLogprobs: outputLogprobs(resp.MetaInfo.OutputTokenLogprobs),
-		Turn: tito.TurnInfo{Server: resp.Server, RID: resp.MetaInfo.ID, WeightVersion: resp.MetaInfo.WeightVersion,
-			CachedTokens: resp.MetaInfo.CachedTokens, PromptTokens: resp.MetaInfo.PromptTokens, FinishReason: finishString(fr),
-			LatencyMS: float64(lat.Microseconds()) / 1000, OverheadMS: float64((t0.Sub(callStart) + resp.ClientTime).Microseconds()) / 1000},
-	}
-	for _, w := range resp.MetaInfo.WeightVersions {
-		out.Turn.WeightVersions = append(out.Turn.WeightVersions, tito.WeightSpan{Version: w.Version, Start: w.Start, End: w.End})
-	}
-	if err := b.traj.AppendResponse(out); err != nil {
-		return nil, &apiError{status: http.StatusBadGateway, typ: "server_error", code: "invariant", msg: fmt.Sprintf("session %q: %v", ss.id, err)}
-	}
 	// From here the reply is in the trajectory: a parser failure still answers (with the raw text as content).
-	outIDs := resp.OutputIDs
-	b.lastStop = -1
-	if n := len(outIDs); n > 0 && slices.Contains(m.StopIDs, outIDs[n-1]) {
-		b.lastStop = outIDs[n-1]
-		outIDs = outIDs[:n-1]
-	}
-	text := m.Tokenizer.Decode(outIDs, false)
+	b.lastStop = r.Stop
 	res := &callResult{session: ss.id, trajectoryID: ss.trajectoryIDFor(p), rid: rid, turn: b.traj.Turns() - 1, created: time.Now().Unix(),
-		finish: "stop", promptTokens: len(ids), completionTokens: len(resp.OutputIDs), cachedTokens: resp.MetaInfo.CachedTokens, drift: p.drift}
-	if fr != nil && fr.Type == sglang.FinishLength {
+		finish: "stop", promptTokens: r.InputTokens, completionTokens: len(r.OutputIDs), cachedTokens: r.CachedTokens, drift: p.drift}
+	if r.Length() {
 		res.finish = "length"
 	}
 	b.lastFinal = res.finish
-	render := tito.Message{Role: tito.RoleAssistant, Content: text}
-	normal := text
-	parsed, perr := m.Parser.Parse(ctx, text)
-	if perr != nil {
+	render := r.Message()
+	normal := r.Text
+	if r.ParseErr != nil {
 		b.parseErrs["parser_failure"]++
-		ss.s.log.Warn("frontdoor: parser failed; the reply goes back as text", "session", ss.id, "err", perr)
+		ss.s.log.Warn("frontdoor: parser failed; the reply goes back as text", "session", ss.id, "err", r.ParseErr)
 	} else {
-		normal = parsed.NormalText
-		for i, pc := range parsed.Calls {
-			id := pc.ID
-			if id == "" {
-				id = fmt.Sprintf("call_%s_%d_%d", shortID(ss.id), ss.calls, i)
-			}
-			tc := tito.ToolCall{ID: id, Type: "function", Function: tito.FunctionCall{Name: pc.Name, Arguments: json.RawMessage(pc.Arguments)}}
-			render.ToolCalls = append(render.ToolCalls, tc)
-		}
-		for _, pe := range parsed.Errors {
+		normal = r.NormalText
+		for _, pe := range r.ParseErrors {
 			b.parseErrs[pe.Reason]++
 		}
-		res.parseErrors = parsed.Errors
+		res.parseErrors = r.ParseErrors
 	}
-	res.reasoning, res.content = splitReasoning(m.Reasoning, normal)
+	res.reasoning, res.content = splitReasoning(m.Turn.Reasoning, normal)
 	res.calls = render.ToolCalls
 	view := tito.Message{Role: tito.RoleAssistant, Content: res.content, ReasoningContent: res.reasoning, ToolCalls: render.ToolCalls}
 	p.hist = append(p.hist, histMsg{render: render, view: view})
@@ -531,7 +502,7 @@ func (ss *session) trajectoryIDFor(p *plan) string {
 	if p.drift != nil && p.drift.Policy == DriftRealign {
 		return ss.trajectoryID(ss.current())
 	}
-	return fmt.Sprintf("frontdoor/%s/%d", ss.id, len(ss.branches))
+	return ss.branchID(len(ss.branches))
 }
 
 func shortID(id string) string {
@@ -566,54 +537,60 @@ func splitReasoning(r family.Reasoning, text string) (reasoning, content string)
 	return strings.TrimSpace(before), strings.TrimSpace(text[i+len(closeTag):])
 }
 
-// sampling builds the request's sampling params: the agent's defaults, the call's overrides, the limits.
-func (ss *session) sampling(req *chatRequest, room int) (sglang.SamplingParams, *apiError) {
-	m := ss.s.m
-	sp := m.Defaults
-	sp.StopTokenIDs = m.ExtraStopIDs
-	limit := ss.s.cfg.MaxNewTokens
+// sampling builds a call's sampling params: the agent's (every one of them), the call's overrides and constraint
+// over them, and the call's max_tokens (at most the limit; turn.Model.Call cuts it to the context window's room).
+// Params SGLang would refuse are refused here, naming the API's parameter.
+func (s *Server) sampling(req *chatRequest) (turn.Sampling, *apiError) {
+	m := s.m
+	limit := s.cfg.MaxNewTokens
 	if limit == 0 {
-		limit = m.Defaults.MaxNewTokens
+		limit = m.Sampling.MaxNewTokens
 	}
-	want := m.Defaults.MaxNewTokens
+	o := turn.Sampling{MaxNewTokens: m.Sampling.MaxNewTokens, Temperature: req.Temperature, TopP: req.TopP, MinP: req.MinP,
+		PresencePenalty: req.PresencePenalty, FrequencyPenalty: req.FrequencyPenalty, RepetitionPenalty: req.RepetitionPenalty,
+		TopK: req.TopK, SamplingSeed: req.Seed}
 	if req.MaxCompletionTokens != nil {
-		want = *req.MaxCompletionTokens
+		o.MaxNewTokens = *req.MaxCompletionTokens
 	} else if req.MaxTokens != nil {
-		want = *req.MaxTokens
+		o.MaxNewTokens = *req.MaxTokens
 	}
-	if want > limit {
-		return sp, invalid("max_tokens", fmt.Sprintf("max_tokens %d is more than this server allows (%d, frontdoor.max_new_tokens)", want, limit))
-	}
-	sp.MaxNewTokens = min(want, room)
-	set := func(dst **float64, v *float64) {
-		if v != nil {
-			*dst = v
-		}
-	}
-	set(&sp.Temperature, req.Temperature)
-	set(&sp.TopP, req.TopP)
-	set(&sp.MinP, req.MinP)
-	set(&sp.PresencePenalty, req.PresencePenalty)
-	set(&sp.FrequencyPenalty, req.FrequencyPenalty)
-	set(&sp.RepetitionPenalty, req.RepetitionPenalty)
-	if req.TopK != nil {
-		sp.TopK = req.TopK
-	}
-	if req.Seed != nil {
-		sp.SamplingSeed = req.Seed
+	if o.MaxNewTokens > limit {
+		return o, invalid("max_tokens", fmt.Sprintf("max_tokens %d is more than this server allows (%d, frontdoor.max_new_tokens)", o.MaxNewTokens, limit))
 	}
 	if t := bytes.TrimSpace(req.Stop); len(t) > 0 && string(t) != "null" {
-		var one string
-		var many []string
-		if json.Unmarshal(t, &one) == nil {
-			sp.Stop = []string{one}
-		} else if json.Unmarshal(t, &many) == nil {
-			sp.Stop = many
-		} else {
-			return sp, invalid("stop", "stop must be a string or a list of strings")
+		if err := json.Unmarshal(t, &o.Stop); err != nil {
+			return o, invalid("stop", "stop must be a string or a list of strings")
 		}
 	}
+	if req.constraint != "" {
+		c := req.constraint
+		o.JSONSchema = &c
+	}
+	sp := m.Sampling.Merge(o)
+	p := sp.Params(sp.MaxNewTokens, m.Turn.ExtraStopIDs)
+	if err := p.Verify(); err != nil {
+		var pe *sglang.ParamError
+		if errors.As(err, &pe) {
+			return sp, invalid(apiParam(pe.Param, req), pe.Msg)
+		}
+		return sp, invalid("", err.Error())
+	}
 	return sp, nil
+}
+
+// apiParam is the name the APIs give an SGLang sampling param.
+func apiParam(p string, req *chatRequest) string {
+	switch p {
+	case "max_new_tokens":
+		return "max_tokens"
+	case "sampling_seed":
+		return "seed"
+	case "json_schema", "regex", "ebnf", "structural_tag":
+		if req.constraint != "" {
+			return req.constraintParam
+		}
+	}
+	return p
 }
 
 // end ends the session once: every branch with a reply is finished and handed to the sink. reason is the status
@@ -665,7 +642,7 @@ func (ss *session) endLocked(ctx context.Context, reason string, body *endBody) 
 func (ss *session) finish(b *branch, body *endBody) *tito.Trajectory {
 	t := b.traj
 	t.DropPending()
-	t.ID, t.ItemID, t.GroupID, t.SampleIndex = ss.trajectoryID(b), ss.id, "frontdoor/"+ss.id, b.index
+	t.ID, t.ItemID, t.GroupID, t.SampleIndex = ss.trajectoryID(b), ss.id, ss.groupID(), b.index
 	t.Status, t.StatusReason = b.status, b.reason
 	if err := t.Validate(); err != nil {
 		t.Status, t.StatusReason, t.Error = "failed", "invariant", err.Error()
@@ -712,7 +689,7 @@ func (ss *session) finish(b *branch, body *endBody) *tito.Trajectory {
 	}
 	sort.Strings(warns)
 	t.Warnings = append(t.Warnings, warns...)
-	t.Audit(ss.s.m.Tokenizer)
+	t.Audit(ss.s.m.Turn.Tokenizer)
 	for k, v := range ss.s.m.Provenance {
 		t.SetProvenance(k, v)
 	}
@@ -724,39 +701,8 @@ func (ss *session) finish(b *branch, body *endBody) *tito.Trajectory {
 		fd["forked_from"] = b.forkOf
 	}
 	t.SetProvenance("frontdoor", fd)
-	t.SetProvenance(tito.ProvSamplingParams, ss.s.m.Defaults)
+	t.SetProvenance(tito.ProvSamplingParams, ss.s.m.Sampling)
 	return t
-}
-
-func inputLogprobs(es []sglang.LogprobEntry) []*float64 {
-	out := make([]*float64, len(es))
-	for i := range es {
-		if !es[i].Null {
-			v := es[i].Logprob
-			out[i] = &v
-		}
-	}
-	return out
-}
-
-// outputLogprobs takes output_token_logprobs[i][0] bit for bit; a null becomes NaN, which the trajectory refuses.
-func outputLogprobs(es []sglang.LogprobEntry) []float64 {
-	out := make([]float64, len(es))
-	for i := range es {
-		if es[i].Null {
-			out[i] = math.NaN()
-		} else {
-			out[i] = es[i].Logprob
-		}
-	}
-	return out
-}
-
-func finishString(fr *sglang.FinishReason) string {
-	if fr == nil {
-		return ""
-	}
-	return fr.Type
 }
 
 // statusOf is a branch's status from its last reply's finish reason: a reply cut by max_tokens is truncated.

@@ -6,6 +6,10 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +29,8 @@ func TestLoadRejects(t *testing.T) {
 		{"wat/noexport.wasm", "does not export agentrt_call(i32,i32)->i64"},
 		{"wat/wrongsig.wasm", "exports agentrt_call with the wrong signature (i32,i32)->i32: want (i32,i32)->i64"},
 		{"wat/importv2.wasm", "imports from agentrt_v2: it was built for another ABI version; this agentrt speaks agentrt_v1"},
-		{"wat/importenv.wasm", "imports env.abort: plugins may import only from agentrt_v1 and wasi_snapshot_preview1"},
+		{"wat/importenv.wasm", "imports env.abort: plugins may import only from agentrt_v1 and wasi_snapshot_preview1 (AssemblyScript's abort: build with `make plugin DIR=...`, or asc --use abort=~lib/agentrt/assembly/index/agentrtAbort"},
+		{"wat/command.wasm", "it exports _start, not _initialize: it was built as a WASI command, and plugins are reactors (plugins/ABI.md section 2): build it with Go's -buildmode=c-shared, clang's -mexec-model=reactor or asc's --exportStart _initialize"},
 		{"wat/badkind.wasm", `manifest kind "widget" is not one of parser, tool, hook`},
 		{"wat/nomemory.wasm", `does not export its memory as "memory"`},
 	}
@@ -148,4 +153,33 @@ func FuzzLogImport(f *testing.F) {
 			t.Fatalf("output %s", out)
 		}
 	})
+}
+
+// TestGoCommandModuleFix builds a real Go plugin the way a newcomer might, without -buildmode=c-shared (a WASI
+// command, whose Go runtime never starts when the host calls an export), and checks the load error names the flag.
+func TestGoCommandModuleFix(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a Go guest")
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(goruntime.GOROOT(), "bin", "go")
+	}
+	out := filepath.Join(t.TempDir(), "probe.wasm")
+	cmd := exec.Command(goBin, "build", "-trimpath", "-o", out, "./testdata/go/probe")
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	bin, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = newHost(t).Load(context.Background(), plugin.Spec{Name: "probe.wasm", Wasm: bin, PoolSize: 1})
+	var le *plugin.LoadError
+	var te *plugin.TrapError
+	want := "it is a Go program built as a WASI command, whose runtime never starts in a plugin: build it as a reactor with -buildmode=c-shared"
+	if !errors.As(err, &le) || !errors.As(err, &te) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("Load of a Go command module: %v; want a LoadError (wrapping the TrapError) saying %q", err, want)
+	}
 }

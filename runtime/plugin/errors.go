@@ -24,8 +24,11 @@ type LoadError struct {
 	Err    error  // the underlying error, if any
 }
 
+// Error is "plugin: load NAME: REASON", then the underlying error, unless it is the plugin's own refusal (a
+// *GuestError from agentrt_init), whose code and message the reason already quotes.
 func (e *LoadError) Error() string {
-	if e.Err != nil {
+	var ge *GuestError
+	if e.Err != nil && !errors.As(e.Err, &ge) {
 		return fmt.Sprintf("plugin: load %q: %s: %v", e.Plugin, e.Reason, e.Err)
 	}
 	return fmt.Sprintf("plugin: load %q: %s", e.Plugin, e.Reason)
@@ -65,11 +68,12 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
-	key := "timeout"
+	fix := "raise the entry's timeout in runtime.toml (agent.tools.timeout, agent.hooks.timeout or agent.reward.timeout) if the plugin needs longer"
 	if e.Func == abi.FuncInitialize || e.Func == abi.FuncInit {
-		key = "init_timeout" // start-up runs under its own limit
+		// start-up runs under the host's own limit, which no key changes
+		fix = "instantiating and initialising a plugin has a fixed limit: make its start-up cheaper"
 	}
-	return fmt.Sprintf("plugin: %s: %s stopped after the %v limit (raise [plugins.<name>] %s if the plugin needs longer)", e.Plugin, e.Func, e.Limit, key)
+	return fmt.Sprintf("plugin: %s: %s stopped after the %v limit (%s)", e.Plugin, e.Func, e.Limit, fix)
 }
 
 // Is matches context.DeadlineExceeded.

@@ -142,6 +142,8 @@ func decodeParseError(b []byte, textLen int) (abi.ParseError, error) {
 		switch {
 		case fastjson.KeyEquals(k, "reason"):
 			e.Reason, err = fastjson.String(v)
+		case fastjson.KeyEquals(k, "name"):
+			e.Name, err = fastjson.String(v)
 		case fastjson.KeyEquals(k, "message"):
 			e.Message, err = fastjson.String(v)
 		case fastjson.KeyEquals(k, "raw"):

@@ -544,10 +544,26 @@ func checkShape(name string, cm wazero.CompiledModule) error {
 			if strings.HasPrefix(mod, "agentrt_v") {
 				return &LoadError{Plugin: name, Reason: fmt.Sprintf("imports from %s: it was built for another ABI version; this agentrt speaks %s (rebuild it with an SDK for ABI version %d)", mod, abi.HostModule, abi.Version)}
 			}
-			return &LoadError{Plugin: name, Reason: fmt.Sprintf("imports %s.%s: plugins may import only from %s and %s", mod, fn, abi.HostModule, abi.WASIModule)}
+			return &LoadError{Plugin: name, Reason: fmt.Sprintf("imports %s.%s: plugins may import only from %s and %s%s", mod, fn, abi.HostModule, abi.WASIModule, importFix(mod, fn))}
 		}
 	}
 	return nil
+}
+
+// importFix names the fix for imports AssemblyScript adds by default: env.abort (failed assertions, out-of-range
+// access) and env.trace.
+func importFix(mod, fn string) string {
+	if mod != "env" {
+		return ""
+	}
+	switch fn {
+	case "abort":
+		return " (AssemblyScript's abort: build with `make plugin DIR=...`, or asc --use abort=~lib/agentrt/assembly/index/agentrtAbort " +
+			"with the SDK on asc's --path as the package agentrt, which logs the message and traps; plugins/sdk/assemblyscript/README.md)"
+	case "trace":
+		return " (AssemblyScript's trace(): write with the SDK's log() instead)"
+	}
+	return ""
 }
 
 // Live is what a loaded module holds right now: its instances (in the pool or in a call) and their linear memory.

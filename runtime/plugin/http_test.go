@@ -18,7 +18,12 @@ import (
 // search service, through agentrt_v1.http_request: granted, denied, no grant, the per-episode cap, the injected
 // header the guest never sees, and every request recorded.
 func TestOutboundHTTPWebSearch(t *testing.T) {
+	var mu sync.Mutex
+	var gotAuth string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		gotAuth = r.Header.Get("Authorization")
+		mu.Unlock()
 		io.WriteString(w, "results for "+r.URL.Query().Get("q")+" (auth "+r.Header.Get("Authorization")+")")
 	}))
 	t.Cleanup(srv.Close)
@@ -35,7 +40,6 @@ func TestOutboundHTTPWebSearch(t *testing.T) {
 		}
 		return tl
 	}
-	var mu sync.Mutex
 	var recs []outbound.Record
 	ctx := plugin.WithEpisode(context.Background(), "e1", func(r outbound.Record) { mu.Lock(); recs = append(recs, r); mu.Unlock() })
 	search := func(tl *plugin.Tool, q string) (string, bool) {
@@ -48,9 +52,15 @@ func TestOutboundHTTPWebSearch(t *testing.T) {
 	}
 
 	granted := tool(&outbound.Grant{Hosts: []string{srv.URL}, PerEpisode: 2, Headers: map[string]string{"Authorization": "$SEARCH_TOKEN"}})
-	if text, isErr := search(granted, "wasm runtimes"); isErr || text != "results for wasm runtimes (auth Bearer s3cret)" {
+	// The service got the injected header; its echo reaches the guest redacted.
+	if text, isErr := search(granted, "wasm runtimes"); isErr || text != "results for wasm runtimes (auth "+outbound.Redacted+")" {
 		t.Errorf("granted search = %q (error %v)", text, isErr)
 	}
+	mu.Lock()
+	if gotAuth != "Bearer s3cret" {
+		t.Errorf("the service got Authorization %q, want the injected one", gotAuth)
+	}
+	mu.Unlock()
 	search(granted, "second")
 	if text, isErr := search(granted, "third"); !isErr || !strings.Contains(text, "denied") || !strings.Contains(text, "requests_per_episode") {
 		t.Errorf("third search in the episode = %q, want the per-episode denial", text)

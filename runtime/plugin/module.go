@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -112,7 +113,11 @@ func (m *Module) start(ctx context.Context, spec Spec) error {
 	ver := in.mod.ExportedFunction(abi.FuncABIVersion)
 	res, err := ver.Call(ctx)
 	if err != nil {
-		return fail(m.callError(abi.FuncABIVersion, in, err))
+		err = m.callError(abi.FuncABIVersion, in, err)
+		if fix := commandFix(m.cm, err); fix != "" {
+			err = &LoadError{Plugin: m.label, Reason: fix, Err: err}
+		}
+		return fail(err)
 	}
 	if v := int32(res[0]); v != abi.Version {
 		return fail(&LoadError{Plugin: m.label, Reason: fmt.Sprintf("was built for ABI version %d; this agentrt speaks version %d: rebuild it with an SDK for ABI version %d (or use an agentrt that speaks version %d)", v, abi.Version, abi.Version, v)})
@@ -180,6 +185,27 @@ func (m *Module) start(ctx context.Context, spec Spec) error {
 		return err
 	}
 	return nil
+}
+
+// goCommandTrap is what a Go module built without -buildmode=c-shared writes when an export runs before main.
+const goCommandTrap = "wasmexport function called before runtime initialization"
+
+// commandFix names the fix when the first call into a module failed because it was built as a WASI command (it
+// exports _start, not _initialize), so its runtime never started: "" when that is not the case.
+func commandFix(cm wazero.CompiledModule, err error) string {
+	exports := cm.ExportedFunctions()
+	_, start := exports["_start"]
+	_, reactor := exports[abi.FuncInitialize]
+	var te *TrapError
+	switch {
+	case errors.As(err, &te) && strings.Contains(te.Stderr, goCommandTrap):
+		return "it is a Go program built as a WASI command, whose runtime never starts in a plugin: " +
+			"build it as a reactor with -buildmode=c-shared (GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o x.wasm .; plugins/sdk/go/README.md)"
+	case start && !reactor:
+		return "it exports _start, not _initialize: it was built as a WASI command, and plugins are reactors " +
+			"(plugins/ABI.md section 2): build it with Go's -buildmode=c-shared, clang's -mexec-model=reactor or asc's --exportStart _initialize"
+	}
+	return ""
 }
 
 func initTools(kind string, tools []abi.ToolSpec) []abi.ToolSpec {
@@ -313,7 +339,7 @@ func (m *Module) initInstance(ctx context.Context, in *instance) ([]byte, error)
 		return nil, err
 	}
 	if gerr != nil {
-		return nil, &LoadError{Plugin: m.label, Reason: "the plugin refused its configuration: " + gerr.Message, Err: gerr}
+		return nil, &LoadError{Plugin: m.label, Reason: fmt.Sprintf("the plugin %s refused its configuration (%s): %s", m.name, gerr.Code, gerr.Message), Err: gerr}
 	}
 	if err := fastjson.Check(okv); err != nil {
 		return nil, &ProtocolError{Plugin: m.name, Func: abi.FuncInit, Msg: "ok value is not valid JSON: " + err.Error()}

@@ -112,6 +112,9 @@ type Item struct {
 	N        int             `json:"n,omitempty"`
 	Label    json.RawMessage `json:"label,omitempty"`
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// MaxResponseTokens is the item's episode-wide response budget (docs/PROTOCOL.md; 0: the agent's
+	// max_response_tokens).
+	MaxResponseTokens int `json:"max_response_tokens,omitempty"`
 }
 
 // Submit asks the server to run a rollout request.

@@ -48,6 +48,9 @@ type RolloutRequest struct {
 	Agent    string
 	Items    []Item
 	Sampling json.RawMessage
+	// Events: the consumer subscribed to the request's per-turn events (Submit.Events); a runner need not make
+	// any otherwise.
+	Events bool
 	// Finished holds the samples that finished before the server restarted (their trajectories are spooled
 	// or already acked); Run must not run them again. Empty for a request that was just submitted.
 	Finished map[SampleRef]bool

@@ -157,7 +157,6 @@ type Server struct {
 
 type request struct {
 	RolloutRequest
-	events    bool
 	cancel    context.CancelFunc
 	cancelled atomic.Bool // by its consumer (cancel, or a hello with resume false)
 	// interrupted is set when Shutdown gives up waiting: the request stays journaled and runs again (its
@@ -227,9 +226,9 @@ func (s *Server) resumeJournaled() error {
 	}
 	for _, j := range js {
 		req := RolloutRequest{ID: j.id, Consumer: j.consumer, Agent: j.entry.Agent, Items: j.entry.Items,
-			Sampling: j.entry.Sampling, Finished: j.finished}
+			Sampling: j.entry.Sampling, Events: j.entry.Events, Finished: j.finished}
 		ctx, cancel := context.WithCancel(context.Background())
-		r := &request{RolloutRequest: req, events: j.entry.Events, cancel: cancel, done: make(chan struct{})}
+		r := &request{RolloutRequest: req, cancel: cancel, done: make(chan struct{})}
 		r.cancelled.Store(j.cancelled)
 		r.emitted.Store(int64(len(j.finished)))
 		s.mu.Lock()
@@ -457,7 +456,7 @@ func (s *Server) submit(consumer string, m *Submit) (any, func()) {
 	if err := validateSubmit(m, s.cfg.MaxSamplesPerRequest); err != nil {
 		return reject(CodeInvalid, err.Error())
 	}
-	req := RolloutRequest{ID: m.RequestID, Consumer: consumer, Agent: m.Agent, Items: m.Items, Sampling: m.Sampling}
+	req := RolloutRequest{ID: m.RequestID, Consumer: consumer, Agent: m.Agent, Items: m.Items, Sampling: m.Sampling, Events: m.Events}
 	if err := s.runner.Validate(req); err != nil {
 		return reject(CodeInvalid, err.Error())
 	}
@@ -483,7 +482,7 @@ func (s *Server) submit(consumer string, m *Submit) (any, func()) {
 		return reject(CodeOverloaded, fmt.Sprintf("consumer has %d running requests (max_active_requests)", active))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &request{RolloutRequest: req, events: m.Events, cancel: cancel, done: make(chan struct{})}
+	r := &request{RolloutRequest: req, cancel: cancel, done: make(chan struct{})}
 	s.requests[key] = r
 	s.runs.Add(1)
 	s.mu.Unlock()
@@ -533,6 +532,9 @@ func validateSubmit(m *Submit, maxSamples int) error {
 		}
 		if it.N < 0 {
 			return fmt.Errorf("items[%d].n must be >= 1, got %d", i, it.N)
+		}
+		if it.MaxResponseTokens < 0 {
+			return fmt.Errorf("items[%d].max_response_tokens must be >= 0 (0: the agent's), got %d", i, it.MaxResponseTokens)
 		}
 		total += it.N
 		if total > maxSamples {
@@ -689,12 +691,17 @@ func (e *emitter) Finish(ctx context.Context, f Finished) error {
 
 // Emit spools a trajectory that belongs to no submitted request (a front-door session's) for consumer, with
 // requestID in its frame, exactly as a request's trajectories are spooled and delivered (acks, redelivery,
-// restarts). It blocks while the spool is full; a trajectory id already spooled is not spooled again.
+// restarts). It blocks while the spool is full. A trajectory id the consumer's spool already holds is not
+// spooled again, and Emit says so (ErrDuplicate): nothing replays an emitted trajectory, so a second one under the
+// same id is another trajectory, which the caller must not report as stored.
 func (s *Server) Emit(ctx context.Context, consumer, requestID string, f Finished) error {
 	if consumer == "" || requestID == "" || f.TrajectoryID == "" {
 		return errors.New("stream: emit needs a consumer, a request id and a trajectory id")
 	}
-	_, err := s.putTrajectory(ctx, consumer, requestID, f, journalRef{})
+	dup, err := s.putTrajectory(ctx, consumer, requestID, f, journalRef{})
+	if err == nil && dup {
+		return fmt.Errorf("%w: %s (for consumer %s); not stored", ErrDuplicate, f.TrajectoryID, consumer)
+	}
 	return err
 }
 
@@ -734,7 +741,7 @@ func (s *Server) putTrajectory(ctx context.Context, consumer, requestID string, 
 }
 
 func (e *emitter) Turn(ev TurnEvent) {
-	if !e.r.events {
+	if !e.r.Events {
 		return
 	}
 	e.s.mu.Lock()

@@ -306,6 +306,7 @@ func TestBadInputsGetErrorFrames(t *testing.T) {
 		{"submit item without id", `{"type":"submit","request_id":"e","items":[{"messages":[]}]}`, false, "rejected", "invalid", [2]string{}},
 		{"submit duplicate item", `{"type":"submit","request_id":"e","items":[{"id":"a","messages":[]},{"id":"a","messages":[]}]}`, false, "rejected", "invalid", [2]string{}},
 		{"submit negative n", `{"type":"submit","request_id":"e","items":[{"id":"a","n":-1,"messages":[]}]}`, false, "rejected", "invalid", [2]string{}},
+		{"submit negative budget", `{"type":"submit","request_id":"e","items":[{"id":"a","max_response_tokens":-1,"messages":[]}]}`, false, "rejected", "invalid", [2]string{}},
 		{"submit messages not array", `{"type":"submit","request_id":"e","items":[{"id":"a","messages":"hi"}]}`, false, "rejected", "invalid", [2]string{}},
 		{"submit metadata not object", `{"type":"submit","request_id":"e","items":[{"id":"a","messages":[],"metadata":3}]}`, false, "rejected", "invalid", [2]string{}},
 		{"submit unknown agent", `{"type":"submit","request_id":"e","agent":"unknown","items":[{"id":"a","messages":[]}]}`, false, "rejected", "invalid", [2]string{}},
@@ -363,8 +364,8 @@ func TestBadInputsGetErrorFrames(t *testing.T) {
 		t.Fatalf("after bad input: %v", m)
 	}
 	receive(t, c, 2, true)
-	if st := ts.srv.Stats(); st.Rejected != 10 {
-		t.Errorf("rejected = %d, want 10", st.Rejected)
+	if st := ts.srv.Stats(); st.Rejected != 11 {
+		t.Errorf("rejected = %d, want 11", st.Rejected)
 	}
 }
 

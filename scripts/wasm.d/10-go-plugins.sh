@@ -6,13 +6,12 @@
 #   runtime/plugin/testdata/go/<name>/<name>.wasm  deliberately bad / probing Go guests for the host tests
 # and the hand-written WAT fixtures of the host tests (runtime/plugin/testdata/wat/*.wat -> .wasm) with wabt's
 # wat2wasm (Debian wabt 1.0.32, installed by scripts/setup.d/45-wabt.sh).
+# Go modules are built as `make plugin` builds them (scripts/lib/plugin-build.sh).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-
-build_go() { # build_go <package dir> <output .wasm>
-  GOOS=wasip1 GOARCH=wasm CGO_ENABLED=0 GOFLAGS=-buildvcs=false \
-    go build -trimpath -ldflags='-s -w -buildid=' -buildmode=c-shared -o "$2" "./$1"
-}
+export AGENTRT_ROOT=$PWD
+# shellcheck source=../lib/plugin-build.sh
+source scripts/lib/plugin-build.sh
 
 for d in plugins/builtin/*/ plugins/examples/go-*/ runtime/plugin/testdata/go/*/; do
   [[ -d "$d" ]] || continue
@@ -20,7 +19,8 @@ for d in plugins/builtin/*/ plugins/examples/go-*/ runtime/plugin/testdata/go/*/
   ls "$d"/*.go >/dev/null 2>&1 || continue
   name=$(basename "$d")
   name=${name#go-}
-  build_go "$d" "$d/$name.wasm"
+  name=${name//-/_}
+  plugin_build_go "$d/$name.wasm" "$d"
 done
 
 if compgen -G 'runtime/plugin/testdata/wat/*.wat' >/dev/null; then

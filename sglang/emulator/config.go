@@ -210,8 +210,8 @@ type Config struct {
 	// NonCanonicalRate is the fraction of replies whose output ids are a non-canonical tokenization of their
 	// text (decode-then-encode gives other ids).
 	NonCanonicalRate float64 `toml:"non_canonical_rate"`
-	// MalformedRate is the fraction of tool-calling replies whose tool call is malformed (broken JSON, unclosed
-	// tag, or unknown tool name).
+	// MalformedRate is the fraction of tool-calling replies whose first tool call is malformed: broken JSON, an
+	// unclosed tag, an unknown tool name, or its arguments left out (a required one missing), each as likely.
 	MalformedRate float64 `toml:"malformed_rate"`
 	// WrongAnswerRate is the fraction of final answers after tool results that report a wrong value for the
 	// last expression (a slip, as a sampled model makes), so that a correctness reward varies within a group.

@@ -35,75 +35,31 @@ type conversation struct {
 }
 
 type toolSpec struct {
-	Name       string
-	Params     []string // property names, schema order where it can be recovered
-	ParamTypes map[string]string
-	Required   []string
+	Name        string
+	Description string
+	Params      []string // property names, schema order where it can be recovered
+	ParamTypes  map[string]string
+	Required    []string
+	// Schemas holds what the agentic policy fills a parameter by beyond its type (JSON tool lists only).
+	Schemas map[string]paramSchema
+}
+
+// paramSchema is the part of a parameter's JSON Schema the agentic policy reads to fill it.
+type paramSchema struct {
+	Description string
+	Enum        []any
+	Min, Max    *float64
+	Items       string // the element type of an array
 }
 
 // parseConversation decodes a prompt (special tokens kept) in one of the chat layouts above. tools, if not nil, memoises the
 // tool specs read from a message.
 func parseConversation(text string, tools *lru[[]toolSpec]) *conversation {
 	c := &conversation{format: chatNone, taskIdx: -1}
-	switch {
-	case strings.Contains(text, "<|im_start|>"):
-		c.format = chatML
-		parts := strings.Split(text, "<|im_start|>")
-		for _, p := range parts[1:] {
-			role, body, _ := strings.Cut(p, "\n")
-			content, closed := body, false
-			if i := strings.Index(body, "<|im_end|>"); i >= 0 {
-				content, closed = body[:i], true
-			}
-			m := message{role: strings.TrimSpace(role), content: content}
-			if closed {
-				c.messages = append(c.messages, m)
-			} else {
-				c.open = &m
-			}
-		}
-	case strings.Contains(text, "<|start_header_id|>"):
-		c.format = chatLlama
-		parts := strings.Split(text, "<|start_header_id|>")
-		for _, p := range parts[1:] {
-			role, body, _ := strings.Cut(p, "<|end_header_id|>")
-			body = strings.TrimPrefix(body, "\n\n")
-			end := -1
-			for _, t := range []string{"<|eot_id|>", "<|eom_id|>"} {
-				if i := strings.Index(body, t); i >= 0 && (end < 0 || i < end) {
-					end = i
-				}
-			}
-			m := message{role: strings.TrimSpace(role), content: body}
-			if end >= 0 {
-				m.content = body[:end]
-				c.messages = append(c.messages, m)
-			} else {
-				c.open = &m
-			}
-		}
-	case strings.Contains(text, "<|start|>") && strings.Contains(text, "<|message|>"):
-		c.format = chatHarmony
-		c.messages, c.open = splitHarmony(text)
-	case strings.Contains(text, dsUser):
-		c.format = chatDeepSeek
-		c.messages, c.open = splitDeepSeek(text)
-	case strings.Contains(text, mistralInst):
-		c.format = chatMistral
-		c.messages, c.open = splitMistral(text)
-	case strings.Contains(text, kimiMiddle):
-		c.format = chatKimi
-		c.messages, c.open = splitKimi(text)
-	case strings.Contains(text, minimaxMsg):
-		c.format = chatMiniMax
-		c.messages, c.open = splitMiniMax(text)
-	case strings.Contains(text, seedBOS):
-		c.format = chatSeed
-		c.messages, c.open = splitSeed(text)
-	case strings.Contains(text, glmPrefix):
-		c.format = chatGLM
-		c.messages, c.open = splitGLM(text)
-	default:
+	if l := layoutOf(text); l != nil {
+		c.format = l.format
+		c.messages, c.open = l.split(text)
+	} else {
 		c.messages = []message{{role: "user", content: text}}
 	}
 	c.findTools(tools)
@@ -247,9 +203,10 @@ func scanTools(s string) []toolSpec {
 
 func toolFromJSON(raw json.RawMessage) (toolSpec, bool) {
 	var w struct {
-		Function   json.RawMessage `json:"function"`
-		Name       string          `json:"name"`
-		Parameters json.RawMessage `json:"parameters"`
+		Function    json.RawMessage `json:"function"`
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
 	}
 	if json.Unmarshal(raw, &w) != nil {
 		return toolSpec{}, false
@@ -260,7 +217,7 @@ func toolFromJSON(raw json.RawMessage) (toolSpec, bool) {
 	if w.Name == "" {
 		return toolSpec{}, false
 	}
-	t := toolSpec{Name: w.Name, ParamTypes: map[string]string{}}
+	t := toolSpec{Name: w.Name, Description: w.Description, ParamTypes: map[string]string{}, Schemas: map[string]paramSchema{}}
 	var schema struct {
 		Properties json.RawMessage `json:"properties"`
 		Required   []string        `json:"required"`
@@ -276,7 +233,16 @@ func toolFromJSON(raw json.RawMessage) (toolSpec, bool) {
 					break
 				}
 				var prop struct {
-					Type any `json:"type"`
+					Type             any      `json:"type"`
+					Description      string   `json:"description"`
+					Enum             []any    `json:"enum"`
+					Minimum          *float64 `json:"minimum"`
+					Maximum          *float64 `json:"maximum"`
+					ExclusiveMinimum any      `json:"exclusiveMinimum"`
+					ExclusiveMaximum any      `json:"exclusiveMaximum"`
+					Items            struct {
+						Type any `json:"type"`
+					} `json:"items"`
 				}
 				if dec.Decode(&prop) != nil {
 					break
@@ -285,7 +251,26 @@ func toolFromJSON(raw json.RawMessage) (toolSpec, bool) {
 				t.Params = append(t.Params, name)
 				if s, ok := prop.Type.(string); ok {
 					t.ParamTypes[name] = s
+				} else if ts, ok := prop.Type.([]any); ok { // ["integer", "null"]: the non-null type
+					for _, x := range ts {
+						if s, ok := x.(string); ok && s != "null" {
+							t.ParamTypes[name] = s
+							break
+						}
+					}
 				}
+				ps := paramSchema{Description: prop.Description, Enum: prop.Enum, Min: prop.Minimum, Max: prop.Maximum}
+				// exclusive bounds (numbers, JSON Schema draft 6+): an integer just inside them
+				if x, ok := prop.ExclusiveMinimum.(float64); ok {
+					x++
+					ps.Min = &x
+				}
+				if x, ok := prop.ExclusiveMaximum.(float64); ok {
+					x--
+					ps.Max = &x
+				}
+				ps.Items, _ = prop.Items.Type.(string)
+				t.Schemas[name] = ps
 			}
 		}
 	}
@@ -312,6 +297,7 @@ func lastJSONEnd(s string) int {
 
 // DeepSeek's markers (fullwidth bars, U+2581 for spaces), as its templates and SGLang's write them.
 const (
+	dsBOS         = "<｜begin▁of▁sentence｜>"
 	dsUser        = "<｜User｜>"
 	dsAssistant   = "<｜Assistant｜>"
 	dsEOS         = "<｜end▁of▁sentence｜>"
@@ -343,56 +329,6 @@ func tagged(s, open, close string) []string {
 		block, s, _ = strings.Cut(after, close)
 		out = append(out, block)
 	}
-}
-
-// splitDeepSeek splits a DeepSeek prompt into messages: the system text before the first user turn, user turns,
-// assistant turns (ended by <｜end▁of▁sentence｜>) and tool outputs. After tool outputs the model answers without
-// an <｜Assistant｜> marker, so text there (or the prompt's end) is an assistant turn too.
-func splitDeepSeek(text string) (msgs []message, open *message) {
-	text = strings.TrimPrefix(text, "<｜begin▁of▁sentence｜>")
-	markers := []string{dsUser, dsAssistant, dsEOS, dsOutputBegin, dsOutputEnd, dsOutputsEnd}
-	cur, implied := &message{role: "system"}, true
-	flush := func() {
-		if cur != nil && (!implied || strings.TrimSpace(cur.content) != "") {
-			msgs = append(msgs, *cur)
-		}
-		cur, implied = nil, false
-	}
-	for text != "" {
-		at, next := firstMarker(text, markers)
-		if at < 0 {
-			at = len(text)
-		}
-		if cur != nil {
-			cur.content += text[:at]
-		}
-		if next == "" {
-			break
-		}
-		text = text[at+len(next):]
-		switch next {
-		case dsUser:
-			flush()
-			cur = &message{role: "user"}
-		case dsAssistant:
-			flush()
-			cur = &message{role: "assistant"}
-		case dsEOS:
-			flush()
-		case dsOutputBegin:
-			flush()
-			cur = &message{role: "tool"}
-		case dsOutputEnd, dsOutputsEnd:
-			flush()
-			// the answer after tool outputs has no marker of its own: a message only if it has text (or is open)
-			cur, implied = &message{role: "assistant"}, true
-		}
-	}
-	if cur != nil && cur.role == "assistant" {
-		return msgs, cur // the generation prompt
-	}
-	flush()
-	return msgs, nil
 }
 
 // scanLooseTools reads tools whose JSON is broken around a well-formed parameters schema: Hermes-3's template
@@ -438,7 +374,7 @@ func scanXMLTools(s string) []toolSpec {
 	for _, fn := range strings.Split(s, "<function>")[1:] {
 		fn, _, _ = strings.Cut(fn, "</function>")
 		head, params, _ := strings.Cut(fn, "<parameters>")
-		t := toolSpec{Name: tag(head, "name"), ParamTypes: map[string]string{}}
+		t := toolSpec{Name: tag(head, "name"), Description: tag(head, "description"), ParamTypes: map[string]string{}}
 		if t.Name == "" {
 			continue
 		}
@@ -469,37 +405,6 @@ func scanHeadedTools(s string) []toolSpec {
 		out = append(out, scanTools(`{"name": `+string(nb)+`, "parameters": `+params+`}`)...)
 	}
 	return out
-}
-
-// splitHarmony splits a gpt-oss prompt into messages: each "<|start|>HEADER<|message|>BODY" ending in <|end|>,
-// <|call|> or <|return|>. The header's first word is the role; a tool result's header names the function
-// ("functions.f to=assistant"), so it is a "tool" message. A trailing "<|start|>assistant" with no body is the
-// generation prompt.
-func splitHarmony(text string) (msgs []message, open *message) {
-	parts := strings.Split(text, "<|start|>")
-	for k, p := range parts[1:] {
-		header, body, hasBody := strings.Cut(p, "<|message|>")
-		role, _, _ := strings.Cut(strings.TrimSpace(header), " ")
-		role, _, _ = strings.Cut(role, "<|channel|>")
-		if strings.HasPrefix(role, "functions.") {
-			role = "tool"
-		}
-		end := -1
-		for _, t := range []string{"<|end|>", "<|call|>", "<|return|>"} {
-			if i := strings.Index(body, t); i >= 0 && (end < 0 || i < end) {
-				end = i
-			}
-		}
-		m := message{role: role, content: body}
-		switch {
-		case hasBody && end >= 0:
-			m.content = body[:end]
-			msgs = append(msgs, m)
-		case k == len(parts)-2:
-			open = &m
-		}
-	}
-	return msgs, open
 }
 
 // scanTypeScriptTools reads the tools of gpt-oss's developer message ("type NAME = (_: {\n// ...\nPARAM?: TYPE,\n})
@@ -554,67 +459,6 @@ const (
 // tool_declare system message.
 const roleTools = "tools"
 
-// splitMistral splits a Mistral prompt into messages: [SYSTEM_PROMPT] (Small 3.2), the [AVAILABLE_TOOLS] list
-// (role "tools"), [INST] user turns (Nemo writes the system prompt into the last one: "SYSTEM\n\nTASK"), tool
-// results, and the assistant turns, which have no marker of their own: the text after [/INST] or [/TOOL_RESULTS]
-// up to </s>. An assistant turn left open at the prompt's end is the generation prompt.
-//
-// A tool result's content is taken out of its wrapping: Nemo's {"content": CONTENT, "call_id": "ID"} (CONTENT
-// as the template writes it, unquoted) or Small 3.2's ID[TOOL_CONTENT]CONTENT.
-func splitMistral(text string) (msgs []message, open *message) {
-	text = strings.TrimPrefix(text, "<s>")
-	markers := []string{mistralInst, mistralInstEnd, mistralTools, mistralToolsEnd, mistralResults, mistralResultsEnd,
-		mistralSystem, mistralSystemEnd, mistralEOS}
-	var cur *message
-	implied := false // cur is an assistant turn no marker opened: a message only if it has text (or is open)
-	flush := func() {
-		if cur != nil && (!implied || strings.TrimSpace(cur.content) != "") {
-			if cur.role == "tool" {
-				cur.content = mistralResult(cur.content)
-			}
-			msgs = append(msgs, *cur)
-		}
-		cur, implied = nil, false
-	}
-	for text != "" {
-		at, next := firstMarker(text, markers)
-		if at < 0 {
-			at = len(text)
-		}
-		if cur != nil {
-			cur.content += text[:at]
-		}
-		if next == "" {
-			break
-		}
-		text = text[at+len(next):]
-		switch next {
-		case mistralInst:
-			flush()
-			cur = &message{role: "user"}
-		case mistralTools:
-			flush()
-			cur = &message{role: roleTools}
-		case mistralSystem:
-			flush()
-			cur = &message{role: "system"}
-		case mistralResults:
-			flush()
-			cur = &message{role: "tool"}
-		case mistralInstEnd, mistralResultsEnd:
-			flush()
-			cur, implied = &message{role: "assistant"}, true
-		case mistralToolsEnd, mistralSystemEnd, mistralEOS:
-			flush()
-		}
-	}
-	if cur != nil && cur.role == "assistant" {
-		return msgs, cur // the generation prompt
-	}
-	flush()
-	return msgs, nil
-}
-
 // scanMistralTools reads a Mistral [AVAILABLE_TOOLS] list (or Kimi K2's tool_declare list, tojson's). Nemo's template writes each tool as
 // {"type": "function", "function": {...}} by hand, string values unescaped (a description with a quote or a
 // newline is not JSON), the rest through tojson: an item that is not JSON is read as Hermes-3's are
@@ -661,45 +505,6 @@ const (
 	kimiToolDeclare = "tool_declare"
 )
 
-// splitKimi splits a Kimi K2 prompt into messages: each opens with <|im_system|>, <|im_user|> or
-// <|im_assistant|>, names its role before <|im_middle|> and ends with <|im_end|>. The tool list is the system
-// message of role tool_declare (role "tools" here); a tool result is a system message of role "tool" whose
-// content, after the template's "## Return of ID\n" header, is the result. A trailing message with no
-// <|im_end|> is the generation prompt.
-func splitKimi(text string) (msgs []message, open *message) {
-	markers := []string{kimiSystem, kimiUser, kimiAssistant}
-	for {
-		at, mk := firstMarker(text, markers)
-		if at < 0 {
-			return msgs, open
-		}
-		text = text[at+len(mk):]
-		part := text
-		if j, _ := firstMarker(text, markers); j >= 0 {
-			part, text = text[:j], text[j:]
-		} else {
-			text = ""
-		}
-		role, body, _ := strings.Cut(part, kimiMiddle)
-		m := message{role: strings.TrimSpace(role), content: body}
-		if m.role == kimiToolDeclare {
-			m.role = roleTools
-		}
-		end := strings.Index(body, kimiEnd)
-		if end < 0 {
-			if text == "" {
-				open = &m
-			}
-			continue
-		}
-		m.content = body[:end]
-		if m.role == "tool" {
-			m.content = kimiResult(m.content)
-		}
-		msgs = append(msgs, m)
-	}
-}
-
 // kimiResult is the content of a Kimi K2 tool result: what follows the template's "## Return of ID" header and
 // its line break, which the template writes as the two characters `\n` (a newline is taken too).
 func kimiResult(s string) string {
@@ -724,63 +529,11 @@ const (
 	minimaxEnd = "[e~["
 )
 
-// splitMiniMax splits a MiniMax-M2 prompt into messages: "]~b]ROLE\n...[e~[" (role "ai" is the assistant). The
-// template writes consecutive tool results into one "tool" message, each in <response>...</response>: each is a
-// message of its own here. A trailing message with no [e~[ is the generation prompt.
-func splitMiniMax(text string) (msgs []message, open *message) {
-	parts := strings.Split(text, minimaxMsg)
-	for k, p := range parts[1:] {
-		role, body, _ := strings.Cut(p, "\n")
-		m := message{role: strings.TrimSpace(role), content: body}
-		if m.role == "ai" {
-			m.role = "assistant"
-		}
-		end := strings.Index(body, minimaxEnd)
-		if end < 0 {
-			if k == len(parts)-2 {
-				open = &m
-			}
-			continue
-		}
-		m.content = body[:end]
-		if m.role != "tool" || !strings.Contains(m.content, "<response>") {
-			msgs = append(msgs, m)
-			continue
-		}
-		for _, result := range tagged(m.content, "<response>", "</response>") {
-			msgs = append(msgs, message{role: "tool", content: result})
-		}
-	}
-	return msgs, open
-}
-
 // Seed-OSS's markers.
 const (
 	seedBOS = "<seed:bos>"
 	seedEOS = "<seed:eos>"
 )
-
-// splitSeed splits a Seed-OSS prompt into messages: "<seed:bos>ROLE\n...<seed:eos>". A trailing message with no
-// <seed:eos> is the generation prompt.
-func splitSeed(text string) (msgs []message, open *message) {
-	parts := strings.Split(text, seedBOS)
-	for k, p := range parts[1:] {
-		end := strings.Index(p, seedEOS)
-		whole := p
-		if end >= 0 {
-			whole = p[:end]
-		}
-		role, body, _ := strings.Cut(whole, "\n")
-		m := message{role: strings.TrimSpace(role), content: body}
-		switch {
-		case end >= 0:
-			msgs = append(msgs, m)
-		case k == len(parts)-2:
-			open = &m
-		}
-	}
-	return msgs, open
-}
 
 // scanSeedTools reads the tools of Seed-OSS's system message, which its template writes as Python signatures
 // with a docstring: "Function:\ndef NAME(P: T,Q: T):" and, under "Args:", "- P (T) [必填]: ..." for each
@@ -826,42 +579,3 @@ const (
 	glmObservation = "<|observation|>"
 	glmNoThink     = "/nothink"
 )
-
-// splitGLM splits a GLM prompt into messages. A message opens with its role token (<|system|>, <|user|>,
-// <|assistant|>, <|observation|> for tool results) and runs to the next one: GLM writes no end-of-turn token (the
-// model stops on the token that begins the next message). GLM-4.5/4.6 write a newline after the role token, 4.7
-// none: one leading newline is dropped. The /nothink GLM-4.5/4.6 append to a user message for enable_thinking =
-// false is dropped too. An observation holds one <tool_response>...</tool_response> per result: each is a tool
-// message of its own. A trailing assistant message is the generation prompt.
-func splitGLM(text string) (msgs []message, open *message) {
-	roles := map[string]string{glmSystem: "system", glmUser: "user", glmAssistant: "assistant", glmObservation: "tool"}
-	markers := []string{glmSystem, glmUser, glmAssistant, glmObservation}
-	for {
-		at, mk := firstMarker(text, markers)
-		if at < 0 {
-			return msgs, open
-		}
-		text = text[at+len(mk):]
-		body := text
-		j, _ := firstMarker(text, markers)
-		if j >= 0 {
-			body, text = text[:j], text[j:]
-		} else {
-			text = ""
-		}
-		m := message{role: roles[mk], content: strings.TrimPrefix(body, "\n")}
-		switch {
-		case m.role == "assistant" && j < 0:
-			open = &m
-		case m.role == "user":
-			m.content = strings.TrimSuffix(m.content, glmNoThink)
-			msgs = append(msgs, m)
-		case m.role == "tool" && strings.Contains(m.content, "<tool_response>"):
-			for _, result := range tagged(m.content, "<tool_response>", "</tool_response>") {
-				msgs = append(msgs, message{role: "tool", content: strings.TrimSuffix(strings.TrimPrefix(result, "\n"), "\n")})
-			}
-		default:
-			msgs = append(msgs, m)
-		}
-	}
-}

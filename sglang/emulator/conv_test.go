@@ -22,7 +22,7 @@ func TestSplitDeepSeek(t *testing.T) {
 			[]message{{"user", "q"}, {"assistant", "</think>call"}, {"tool", "5"}, {"assistant", "It is 5."}, {"user", "more"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			msgs, open := splitDeepSeek(tc.text)
+			msgs, open := layoutOf(tc.text).split(tc.text)
 			if !reflect.DeepEqual(msgs, tc.want) || !reflect.DeepEqual(open, tc.open) {
 				t.Fatalf("got %q open %v\nwant %q open %v", msgs, open, tc.want, tc.open)
 			}
@@ -62,7 +62,7 @@ func TestScanToolListVariants(t *testing.T) {
 	xml := "\n<function>\n<name>calculator</name>\n<description>Evaluate \"2+3\"</description>\n<parameters>\n<parameter>\n<name>expression</name>\n<type>string</type>\n</parameter>\n" +
 		"<parameter>\n<name>digits</name>\n<type>integer</type>\n</parameter>\n<required>[\"expression\"]</required>\n</parameters>\n</function>\n<function>\n<name>now</name>\n</function>\n"
 	want := []toolSpec{
-		{Name: "calculator", Params: []string{"expression", "digits"}, ParamTypes: map[string]string{"expression": "string", "digits": "integer"}, Required: []string{"expression"}},
+		{Name: "calculator", Description: `Evaluate "2+3"`, Params: []string{"expression", "digits"}, ParamTypes: map[string]string{"expression": "string", "digits": "integer"}, Required: []string{"expression"}},
 		{Name: "now", ParamTypes: map[string]string{}},
 	}
 	if got := scanXMLTools(xml); !reflect.DeepEqual(got, want) {
@@ -77,8 +77,9 @@ func TestScanToolListVariants(t *testing.T) {
 		t.Errorf("scanTools on Hermes-3's list = %+v (only the well-formed one is JSON)", got)
 	}
 	want = []toolSpec{
-		{Name: "calculator", Params: []string{"expression"}, ParamTypes: map[string]string{"expression": "string"}, Required: []string{"expression"}},
-		{Name: "now", ParamTypes: map[string]string{}},
+		{Name: "calculator", Params: []string{"expression"}, ParamTypes: map[string]string{"expression": "string"}, Required: []string{"expression"},
+			Schemas: map[string]paramSchema{"expression": {}}},
+		{Name: "now", ParamTypes: map[string]string{}, Schemas: map[string]paramSchema{}},
 	}
 	if got := scanLooseTools(hermes); !reflect.DeepEqual(got, want) {
 		t.Errorf("scanLooseTools = %+v", got)
@@ -134,8 +135,12 @@ func TestSplitMistral(t *testing.T) {
 			if got := c.toolResults(); c.task() != tc.task || !reflect.DeepEqual(got, tc.results) || !reflect.DeepEqual(tools, tc.tools) {
 				t.Errorf("task %q, results %q, tools %v; want %q, %q, %v", c.task(), got, tools, tc.task, tc.results, tc.tools)
 			}
-			if len(c.tools) > 0 && !reflect.DeepEqual(c.tools[0], calcTool) {
-				t.Errorf("calculator spec %+v, want %+v", c.tools[0], calcTool)
+			if len(c.tools) > 0 {
+				got := c.tools[0]
+				got.Description, got.Schemas = "", nil // TestToolSchemas reads these
+				if !reflect.DeepEqual(got, calcTool) {
+					t.Errorf("calculator spec %+v, want %+v", got, calcTool)
+				}
 			}
 		})
 	}
@@ -224,5 +229,44 @@ func TestScanSeedTools(t *testing.T) {
 	}
 	if got := scanSeedTools(s); !reflect.DeepEqual(got, want) {
 		t.Errorf("scanSeedTools =\n%+v\nwant\n%+v", got, want)
+	}
+}
+
+// TestSplitCutShort: the rules of layout.split for prompts no template writes. A message cut short by the next
+// marker is a message; one the prompt ends in is the generation prompt if it is the assistant's, else a message; a
+// header cut short ends at the next marker.
+func TestSplitCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		want []message
+		open *message
+	}{
+		{"<|im_start|>system\nS<|im_start|>user\nq", []message{{"system", "S"}, {"user", "q"}}, nil},
+		{"<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant", []message{{"user", "q"}}, &message{"assistant", ""}},
+		{"<|im_start|>user<|im_end|><|im_start|>assistant\n<think>", []message{{"user", ""}}, &message{"assistant", "<think>"}},
+		{"<|start|>user<|start|>assistant<|message|>a<|end|>", []message{{"user", ""}, {"assistant", "a"}}, nil},
+	} {
+		msgs, open := layoutOf(tc.text).split(tc.text)
+		if !reflect.DeepEqual(msgs, tc.want) || !reflect.DeepEqual(open, tc.open) {
+			t.Errorf("%q: got %q open %v, want %q open %v", tc.text, msgs, open, tc.want, tc.open)
+		}
+	}
+}
+
+// TestToolSchemas: a JSON tool list gives the agentic policy each tool's description and, per parameter, what it
+// fills the argument by: enum, bounds (exclusive ones as the nearest integer inside), the type of array items, a
+// ["T", "null"] type as T.
+func TestToolSchemas(t *testing.T) {
+	got := scanTools(`{"type": "function", "function": {"name": "forecast", "description": "Weather forecast for a city.",
+		"parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "City name"},
+		"days": {"type": "integer", "minimum": 1, "exclusiveMaximum": 15}, "unit": {"type": ["string", "null"], "enum": ["celsius", "fahrenheit"]},
+		"tags": {"type": "array", "items": {"type": "string"}}}, "required": ["city"]}}}`)
+	one, fifteen := 1.0, 14.0
+	want := []toolSpec{{Name: "forecast", Description: "Weather forecast for a city.", Params: []string{"city", "days", "unit", "tags"},
+		ParamTypes: map[string]string{"city": "string", "days": "integer", "unit": "string", "tags": "array"}, Required: []string{"city"},
+		Schemas: map[string]paramSchema{"city": {Description: "City name"}, "days": {Min: &one, Max: &fifteen},
+			"unit": {Enum: []any{"celsius", "fahrenheit"}}, "tags": {Items: "string"}}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("scanTools = %+v\nwant %+v", got, want)
 	}
 }

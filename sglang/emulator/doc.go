@@ -89,13 +89,22 @@
 // token that begins the next message, <|observation|> after calls and <|user|> after an answer, as GLM's do;
 // seed_oss reasons in <seed:think>, gpt-oss in an analysis message; gpt-oss calls are written as its chat
 // template writes them, the first one continuing the generation prompt's "<|start|>assistant"); without a calculator but with a Python tool (a "code" parameter, or "python" in the name) it sends one program that prints each expression and boxes the last printed value in its answer; with
-// another tool it calls the first tool once with arguments made from its schema; once
+// other tools it calls, once, the tool whose name and description share the most words with the task (name
+// words count twice; the first listed among equals; none when no tool shares a word: the task is answered without
+// one), with arguments made from its schema: each required parameter (all when none is required) and an
+// optional one the task names, an enum value the task names (else drawn), the task's numbers in order clamped to
+// minimum/maximum, a quoted phrase or a capitalised name of the task for a string (the whole task for a text-like
+// one: text, query, ...), a drawn boolean; once
 // the calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."), saying a result
 // that is an error ("Error: ...") could not be computed rather than quoting it. Without tools it answers in a
 // few sentences. Config.ThinkRate adds a <think> block (ChatML, DeepSeek); where MiniMax-M2's or GLM-4.7's generation prompt
 // opens <think> (or GLM-4.5/4.6's is a bare <|assistant|>, thinking on), every reply reasons a sentence (Config.ThinkWords more) and closes it first; Config.WrongAnswerRate makes a final answer
 // misreport the last value (an integer off by one), so a correctness reward varies within a group. The scripted
-// policy replies from a Script (ParseScript), keyed per conversation and indexed by turn.
+// policy replies from a Script (ParseScript), keyed per conversation and indexed by turn: a JSONL file of
+// {"key": KEY, "replies": [turn 0, turn 1, ...]} lines, a conversation's key being the KEY of a [script:KEY] marker in
+// its first user message (else ScriptKey, the sha256 of that message), "*" the fallback for conversations without
+// a line of their own; each reply is the model's text verbatim (tool calls in the agent's format included), and a
+// turn past the script gets NoScriptReply.
 //
 // # Prefix cache
 //
@@ -117,6 +126,7 @@
 // # Request log
 //
 // WithLog writes one LogRecord a line: method, path, rid, monotonic arrival and completion times (ns since the
-// Server started), status, injected fault, and the request and response bodies, so a test can check the
-// prefix invariant and a benchmark the client's overhead between turns from the server side.
+// Server started), status, injected fault, the request body's size as sent and the request and response bodies,
+// so a test can check the prefix invariant and a benchmark the client's overhead between turns and the bytes it
+// sends from the server side.
 package emulator

@@ -69,6 +69,26 @@ func TestErrorFixtures(t *testing.T) {
 	}
 }
 
+// TestTotalTokensAtContextLength: input + max_new_tokens equal to the context length is served, as SGLang 0.5.23's
+// TokenizerManager._validate_one_request refuses only a total above it (a client that clamps max_new_tokens to the
+// room left, as the agent loop does, sends exactly that on its last turn).
+func TestTotalTokensAtContextLength(t *testing.T) {
+	m := qwen(t)
+	cfg := testConfig(m)
+	cfg.ContextLength = 64
+	_, url := start(t, cfg, m.Tokenizer)
+	ids := make([]int, 33)
+	for i := range ids {
+		ids[i] = 100 + i
+	}
+	if r := post(t, url, "/generate", map[string]any{"input_ids": ids, "sampling_params": map[string]any{"max_new_tokens": 31}}); r.status != 200 {
+		t.Fatalf("33 + 31 = 64 tokens: status %d: %s", r.status, r.body)
+	}
+	if r := post(t, url, "/generate", map[string]any{"input_ids": ids, "sampling_params": map[string]any{"max_new_tokens": 32}}); r.status != 400 {
+		t.Fatalf("33 + 32 = 65 tokens: status %d, want 400: %s", r.status, r.body)
+	}
+}
+
 func TestErrorUnknownSamplingKey(t *testing.T) {
 	m := qwen(t)
 	_, url := start(t, testConfig(m), m.Tokenizer)

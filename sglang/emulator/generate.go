@@ -70,6 +70,7 @@ func (s *Server) handleGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if rec != nil {
+		rec.RequestBytes = len(body)
 		if json.Valid(body) {
 			rec.Request = json.RawMessage(body)
 		} else {
@@ -840,52 +841,38 @@ func (s *Server) addLogprobs(req *genRequest, o *outcome, m *metaInfo, n int) {
 	m.OutputTokenLogprobs = &out
 	m.OutputTokenLogprobsLen = &n
 	if k := it.topLogprobsNum; k > 0 {
-		itl := topLists{}
-		if it.logprobStartLen >= 0 {
-			for p := it.logprobStartLen; p < len(in); p++ {
-				if p == it.logprobStartLen {
-					itl = append(itl, nil)
-					continue
-				}
-				itl = append(itl, s.topK(req, in, nil, p, k))
-			}
-		}
-		otl := make(topLists, n)
-		for i := 0; i < n; i++ {
-			otl[i] = s.topK(req, in, o.ids, len(in)+i, k)
-		}
-		m.InputTopLogprobs = &itl
-		m.OutputTopLogprobs = &otl
+		m.InputTopLogprobs, m.OutputTopLogprobs = positionLists(in, o.ids, it.logprobStartLen, n, func(p int) lpList {
+			return s.topK(req, in, o.ids, p, k)
+		})
 	}
 	if ids := it.tokenIDsLogprob; ids != nil {
-		itl := topLists{}
-		if it.logprobStartLen >= 0 {
-			for p := it.logprobStartLen; p < len(in); p++ {
-				if p == it.logprobStartLen {
-					itl = append(itl, nil)
-					continue
-				}
-				itl = append(itl, s.idsLogprobs(req, in, nil, p, ids))
-			}
-		}
-		otl := make(topLists, n)
-		for i := 0; i < n; i++ {
-			otl[i] = s.idsLogprobs(req, in, o.ids, len(in)+i, ids)
-		}
-		m.InputTokenIDsLogprobs = &itl
-		m.OutputTokenIDsLogprobs = &otl
+		m.InputTokenIDsLogprobs, m.OutputTokenIDsLogprobs = positionLists(in, o.ids, it.logprobStartLen, n, func(p int) lpList {
+			return s.idsLogprobs(req, in, o.ids, p, ids)
+		})
 	}
+}
+
+// positionLists lists at(p) for the prompt positions from start (the first one null, as SGLang's; none when start is
+// -1) and for the first n output positions (p counts in prompt ++ output).
+func positionLists(in, out []int32, start, n int, at func(p int) lpList) (input, output *topLists) {
+	il := topLists{}
+	if start >= 0 && start < len(in) {
+		il = append(il, nil)
+		for p := start + 1; p < len(in); p++ {
+			il = append(il, at(p))
+		}
+	}
+	ol := make(topLists, n)
+	for i := range ol {
+		ol[i] = at(len(in) + i)
+	}
+	return &il, &ol
 }
 
 // topK lists k candidates at position p (of a ++ b), best first: the actual token and k-1 hashed alternatives,
 // each scored with Logprob.
 func (s *Server) topK(req *genRequest, a, b []int32, p, k int) lpList {
-	var w [LogprobWindow]int32
-	nw := 0
-	for q := max(0, p-LogprobWindow); q < p; q++ {
-		w[nw] = at(a, b, q)
-		nw++
-	}
+	w, nw := window(a, b, p)
 	prefix := w[:nw]
 	actual := at(a, b, p)
 	cands := []int32{actual}
@@ -913,18 +900,23 @@ func (s *Server) topK(req *genRequest, a, b []int32, p, k int) lpList {
 	return l
 }
 
+// idsLogprobs scores the ids at position p (of a ++ b), in their order (token_ids_logprob).
 func (s *Server) idsLogprobs(req *genRequest, a, b []int32, p int, ids []int32) lpList {
-	var w [LogprobWindow]int32
-	nw := 0
-	for q := max(0, p-LogprobWindow); q < p; q++ {
-		w[nw] = at(a, b, q)
-		nw++
-	}
+	w, nw := window(a, b, p)
 	l := make(lpList, len(ids))
 	for i, id := range ids {
 		l[i] = s.entry(req, Logprob(w[:nw], id), false, id)
 	}
 	return l
+}
+
+// window returns the LogprobWindow ids before position p of a ++ b (fewer at the start): what Logprob scores with.
+func window(a, b []int32, p int) (w [LogprobWindow]int32, n int) {
+	for q := max(0, p-LogprobWindow); q < p; q++ {
+		w[n] = at(a, b, q)
+		n++
+	}
+	return w, n
 }
 
 // toDelta turns a cumulative chunk into an incremental one (--incremental-streaming-output): text, output_ids

@@ -198,13 +198,18 @@ func (p *kvPool) releaseLocked(t kvTicket) {
 
 type kvStats struct {
 	capacity, used, running, waiting, retracted int
+	waitingTokens                               int // the waiting requests' prompt tokens
 	retractions                                 uint64
 }
 
 func (p *kvPool) stats() kvStats {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return kvStats{p.capacity, p.used, p.running, len(p.waiting), p.retracted, p.retractions}
+	need := 0
+	for _, w := range p.waiting {
+		need += w.need
+	}
+	return kvStats{p.capacity, p.used, p.running, len(p.waiting), p.retracted, need, p.retractions}
 }
 
 // Retractions returns how many times a running request was retracted because the KV pool (Config.KVTokens) was
@@ -296,10 +301,10 @@ const emulatedVersion = "0.5.23"
 func (s *Server) load() map[string]any {
 	running := s.busy()
 	waiting := int(s.queued.Load())
-	capacity, used, retracted := s.cfg.CacheTokens, 0, 0
+	capacity, used, retracted, waitingTokens := s.cfg.CacheTokens, 0, 0, 0
 	if s.kv != nil {
 		st := s.kv.stats()
-		capacity, used, retracted = st.capacity, st.used, st.retracted
+		capacity, used, retracted, waitingTokens = st.capacity, st.used, st.retracted, st.waitingTokens
 		running = st.running
 		waiting += st.waiting
 	}
@@ -312,7 +317,7 @@ func (s *Server) load() map[string]any {
 		"dp_rank":                       0,
 		"num_running_reqs":              running,
 		"num_waiting_reqs":              waiting,
-		"num_waiting_uncached_tokens":   0,
+		"num_waiting_uncached_tokens":   waitingTokens, // the whole prompts: the emulator matches the cache on admission
 		"num_used_tokens":               used,
 		"num_total_tokens":              used,
 		"num_active_tokens":             used,

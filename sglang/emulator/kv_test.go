@@ -47,12 +47,12 @@ func TestKVPool(t *testing.T) {
 	if !p.grow(&a, 40) { // the oldest may overfill
 		t.Fatal("the oldest request was refused a token")
 	}
-	if st := p.stats(); st.used != 110 || st.running != 1 || st.waiting != 1 || st.retractions != 1 {
+	if st := p.stats(); st.used != 110 || st.running != 1 || st.waiting != 1 || st.waitingTokens != 70 || st.retractions != 1 {
 		t.Fatalf("stats = %+v", st)
 	}
 	p.release(a)
 	c, _ := testutil.Recv(t, "the retracted request to be admitted again", cAdmitted)
-	if st := p.stats(); st.used != 70 || st.running != 1 || st.waiting != 0 || st.retracted != 0 {
+	if st := p.stats(); st.used != 70 || st.running != 1 || st.waiting != 0 || st.waitingTokens != 0 || st.retracted != 0 {
 		t.Fatalf("stats after a finished = %+v", st)
 	}
 	if !p.grow(&c, 30) || p.grow(&c, 1) == false { // c is the oldest now: it may overfill

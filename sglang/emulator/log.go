@@ -26,8 +26,10 @@ type LogRecord struct {
 	Status int `json:"status"`
 	// Fault names an injected fault ("503", "500", "reset", "stall", "truncate", "context").
 	Fault string `json:"fault,omitempty"`
-	// Request is the request body (JSON when it was JSON, else a JSON string).
+	// Request is the request body (JSON when it was JSON, else a JSON string; the log writes JSON compacted).
 	Request json.RawMessage `json:"request,omitempty"`
+	// RequestBytes is the request body's size as it arrived, in bytes (what the client sent over the wire).
+	RequestBytes int `json:"request_bytes,omitempty"`
 	// Response is the response body; for a stream, the last event of each item (a JSON array for a batch).
 	Response json.RawMessage `json:"response,omitempty"`
 }

@@ -7,10 +7,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Script holds the scripted policy's replies: per conversation key, the assistant's reply for each turn.
@@ -126,13 +129,7 @@ func calculatorTool(tools []toolSpec) (toolSpec, string, bool) {
 			}
 		}
 		if strings.Contains(n, "calc") || strings.Contains(n, "math") || strings.Contains(n, "eval") {
-			p := "expression"
-			if len(t.Required) > 0 {
-				p = t.Required[0]
-			} else if len(t.Params) > 0 {
-				p = t.Params[0]
-			}
-			return t, p, true
+			return t, mainParam(t, "expression"), true
 		}
 	}
 	return toolSpec{}, "", false
@@ -148,16 +145,22 @@ func codeTool(tools []toolSpec) (toolSpec, string, bool) {
 			}
 		}
 		if strings.Contains(strings.ToLower(t.Name), "python") {
-			p := "code"
-			if len(t.Required) > 0 {
-				p = t.Required[0]
-			} else if len(t.Params) > 0 {
-				p = t.Params[0]
-			}
-			return t, p, true
+			return t, mainParam(t, "code"), true
 		}
 	}
 	return toolSpec{}, "", false
+}
+
+// mainParam is the parameter a tool found by its name takes its input in: the first required one, else the first
+// one, else def.
+func mainParam(t toolSpec, def string) string {
+	if len(t.Required) > 0 {
+		return t.Required[0]
+	}
+	if len(t.Params) > 0 {
+		return t.Params[0]
+	}
+	return def
 }
 
 // pythonProgram is the code the agentic policy writes for a task's expressions: one print per expression.
@@ -251,7 +254,11 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 	exprs := findExpressions(task)
 	usePy := !hasCalc && hasPy && len(exprs) > 0
 	useCalc := hasCalc && len(exprs) > 0
-	useOther := !usePy && !useCalc && len(c.tools) > 0 && task != ""
+	var other *toolSpec // the tool the task asks for, when it is not arithmetic
+	if !usePy && !useCalc && task != "" {
+		other = chooseTool(c.tools, task)
+	}
+	useOther := other != nil
 	var cs []call // this turn's calls
 	switch {
 	case usePy && turn == 0:
@@ -274,8 +281,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 		}
 		cs = rest[:k]
 	case useOther && turn == 0:
-		t := c.tools[0]
-		cs = []call{{name: t.Name, args: synthArgs(t, task)}}
+		cs = []call{{name: other.Name, args: fillArgs(*other, task, rng)}}
 	}
 	if len(cs) > 0 {
 		if thinking {
@@ -283,7 +289,7 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 		}
 		malformed := -1
 		if s.cfg.MalformedRate > 0 && rng.Float64() < s.cfg.MalformedRate {
-			malformed = rng.IntN(3)
+			malformed = rng.IntN(4)
 		}
 		calling = true
 		if format == FormatMistralNemo || format == FormatMistralV11 {
@@ -495,42 +501,182 @@ func plainAnswer(task string, rng *rand.Rand) string {
 
 var numRe = regexp.MustCompile(`-?\d+(?:\.\d+)?`)
 
-// synthArgs invents arguments for a tool from its schema and the task.
-func synthArgs(t toolSpec, task string) []kv {
+// stopWords are words too common to tie a task to a tool.
+var stopWords = map[string]bool{"the": true, "and": true, "for": true, "with": true, "what": true, "which": true,
+	"this": true, "that": true, "from": true, "are": true, "how": true, "can": true, "you": true, "please": true,
+	"use": true, "tool": true, "tools": true, "into": true, "about": true, "give": true, "tell": true, "get": true,
+	"its": true, "was": true, "were": true, "there": true, "have": true, "has": true, "will": true, "would": true}
+
+// words returns the lower-cased words of s (letters and digits, 3 or more, no stop words); snake_case, kebab-case
+// and camelCase names split into their words.
+func words(s string) []string {
+	var out []string
+	var w []rune
+	flush := func() {
+		if len(w) >= 3 && !stopWords[string(w)] {
+			out = append(out, string(w))
+		}
+		w = w[:0]
+	}
+	var prev rune
+	for _, r := range s {
+		switch {
+		case unicode.IsUpper(r) && unicode.IsLower(prev):
+			flush()
+			w = append(w, unicode.ToLower(r))
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			w = append(w, unicode.ToLower(r))
+		default:
+			flush()
+		}
+		prev = r
+	}
+	flush()
+	return out
+}
+
+// sameWord matches a word and its inflections ("word", "words"; "convert", "conversion" do not): equal, or one
+// a prefix of the other of at least 4 letters, differing by at most 3.
+func sameWord(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a == b || len(a) >= 4 && len(b)-len(a) <= 3 && strings.HasPrefix(b, a)
+}
+
+// chooseTool picks the tool a task asks for: the one whose name (twice the weight) and description share the most
+// words with the task; the first listed among equals. nil when no tool shares a word with the task: the model then
+// answers without a tool, as a model does when none fits.
+func chooseTool(tools []toolSpec, task string) *toolSpec {
+	tw := words(task)
+	best, bestScore := -1, 0
+	for i := range tools {
+		score := 0
+		for _, field := range []struct {
+			text   string
+			weight int
+		}{{tools[i].Name, 2}, {tools[i].Description, 1}} {
+			for _, w := range words(field.text) {
+				if slices.ContainsFunc(tw, func(x string) bool { return sameWord(x, w) }) {
+					score += field.weight
+				}
+			}
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return &tools[best]
+}
+
+// textParams are parameter names that take the task's own words.
+var textParams = map[string]bool{"text": true, "query": true, "q": true, "question": true, "prompt": true, "input": true,
+	"content": true, "message": true, "task": true, "search": true, "search_query": true, "body": true}
+
+var quotedRe = regexp.MustCompile(`"([^"]+)"|'([^']+)'`)
+
+// fillArgs writes a tool's arguments from its schema and the task: every required parameter (all of them when none
+// is required), and an optional one the task names; each value of its declared type: an enum's value the task
+// names (else one drawn), the task's numbers in order (clamped to minimum/maximum), a quoted phrase or a capitalised
+// name from the task for a string (the whole task for a text-like parameter: text, query, ...), a boolean drawn,
+// an array of one such value, an empty object. Deterministic for a seed: only rng draws.
+func fillArgs(t toolSpec, task string, rng *rand.Rand) []kv {
 	names := t.Required
 	if len(names) == 0 {
 		names = t.Params
 	}
-	short := task
-	if r := []rune(short); len(r) > 60 {
-		short = string(r[:60])
+	lower := strings.ToLower(task)
+	for _, p := range t.Params {
+		if !slices.Contains(names, p) && slices.ContainsFunc(words(p), func(w string) bool { return strings.Contains(lower, w) }) {
+			names = append(names, p)
+		}
 	}
+	nums := numRe.FindAllString(task, -1)
 	var out []kv
-	for _, n := range names {
-		switch t.ParamTypes[n] {
-		case "integer":
-			v := 1
-			if m := numRe.FindString(task); m != "" {
-				if x, err := strconv.Atoi(m); err == nil {
-					v = x
-				}
-			}
-			out = append(out, kv{n, v})
-		case "number":
-			v := 1.0
-			if m := numRe.FindString(task); m != "" {
-				if x, err := strconv.ParseFloat(m, 64); err == nil {
-					v = x
-				}
-			}
-			out = append(out, kv{n, v})
-		case "boolean":
-			out = append(out, kv{n, true})
-		default:
-			out = append(out, kv{n, short})
+	for _, n := range t.Params { // schema order
+		if slices.Contains(names, n) {
+			out = append(out, kv{n, fillValue(n, t.ParamTypes[n], t.Schemas[n], task, &nums, rng)})
+		}
+	}
+	for _, n := range names { // required but not declared
+		if !slices.Contains(t.Params, n) {
+			out = append(out, kv{n, fillValue(n, "", paramSchema{}, task, &nums, rng)})
 		}
 	}
 	return out
+}
+
+func fillValue(name, typ string, ps paramSchema, task string, nums *[]string, rng *rand.Rand) any {
+	if len(ps.Enum) > 0 {
+		lower := strings.ToLower(task)
+		for _, e := range ps.Enum {
+			if s, ok := e.(string); ok && s != "" && slices.Contains(words(lower), strings.ToLower(s)) {
+				return s
+			}
+		}
+		return ps.Enum[rng.IntN(len(ps.Enum))]
+	}
+	switch typ {
+	case "integer", "number":
+		v, ok := 1.0, false
+		if len(*nums) > 0 {
+			if x, err := strconv.ParseFloat((*nums)[0], 64); err == nil {
+				v, ok = x, true
+				*nums = (*nums)[1:]
+			}
+		}
+		if !ok && ps.Min != nil {
+			v = *ps.Min
+		}
+		if ps.Min != nil && v < *ps.Min {
+			v = *ps.Min
+		}
+		if ps.Max != nil && v > *ps.Max {
+			v = *ps.Max
+		}
+		if typ == "integer" {
+			return int(math.Round(v))
+		}
+		return v
+	case "boolean":
+		return rng.IntN(2) == 0
+	case "array":
+		switch ps.Items {
+		case "integer", "number", "boolean":
+			return []any{fillValue(name, ps.Items, paramSchema{}, task, nums, rng)}
+		case "string", "":
+			return []any{stringValue(name, task)}
+		}
+		return []any{}
+	case "object":
+		return map[string]any{}
+	}
+	return stringValue(name, task)
+}
+
+// stringValue is a string argument from the task: a quoted phrase, else the whole task for a text-like parameter,
+// else a capitalised word that does not start a sentence (a name: "in Paris"), else the whole task.
+func stringValue(name, task string) string {
+	if m := quotedRe.FindStringSubmatch(task); m != nil {
+		return m[1] + m[2]
+	}
+	task = strings.TrimSpace(task)
+	if textParams[strings.ToLower(name)] {
+		return task
+	}
+	fields := strings.Fields(task)
+	for i, f := range fields {
+		if i == 0 || strings.HasSuffix(fields[i-1], ".") {
+			continue
+		}
+		if r := []rune(f); unicode.IsUpper(r[0]) {
+			return strings.TrimRight(f, ".,;:!?")
+		}
+	}
+	return task
 }
 
 // pyJSON writes args the way json.dumps does: {"k": "v", "n": 3}.
@@ -583,8 +729,35 @@ func pyLiteral(v any) string {
 // UnknownToolName is the tool name of a malformed "unknown tool" call.
 const UnknownToolName = "nonexistent_tool"
 
+// xmlCall writes a call as Qwen3-Coder, Seed-OSS and MiniMax-M2 do: head (which names the tool), nameEnd, a
+// newline, each argument by param (a format of its name and value text), then tail. A bad call loses nameEnd
+// (malformed 0) or tail (malformed 1).
+func xmlCall(head, nameEnd, param, tail string, args []kv, bad bool, malformed int) string {
+	var b strings.Builder
+	b.WriteString(head)
+	if !(bad && malformed == 0) {
+		b.WriteString(nameEnd)
+	}
+	b.WriteString("\n")
+	for _, a := range args {
+		fmt.Fprintf(&b, param, a.k, valueText(a.v, false))
+	}
+	if !(bad && malformed == 1) {
+		b.WriteString(tail)
+	}
+	return b.String()
+}
+
+// cutLast drops the last byte of a call's JSON when broken (malformed 0: broken JSON).
+func cutLast(broken bool, j string) string {
+	if broken {
+		return j[:len(j)-1]
+	}
+	return j
+}
+
 // renderCalls writes tool calls in a format; malformed (0 broken JSON or tag, 1 unclosed tag, 2 unknown tool
-// name, -1 none) breaks the first call.
+// name, 3 arguments left out, -1 none) breaks the first call.
 func renderCalls(format string, cs []call, malformed int) string {
 	parts := make([]string, len(cs))
 	for i, c := range cs {
@@ -592,59 +765,23 @@ func renderCalls(format string, cs []call, malformed int) string {
 		if i == 0 && malformed == 2 {
 			name = UnknownToolName
 		}
+		if i == 0 && malformed == 3 {
+			c.args = nil // a required argument missing: the parser's bad_arguments
+		}
 		bad := i == 0 && malformed >= 0 && malformed < 2
 		switch format {
 		case FormatQwen3Coder:
-			var b strings.Builder
-			b.WriteString("<tool_call>\n<function=" + name)
-			if !(bad && malformed == 0) {
-				b.WriteString(">")
-			}
-			b.WriteString("\n")
-			for _, a := range c.args {
-				fmt.Fprintf(&b, "<parameter=%s>\n%s\n</parameter>\n", a.k, valueText(a.v, false))
-			}
-			if !(bad && malformed == 1) {
-				b.WriteString("</function>\n</tool_call>")
-			}
-			parts[i] = b.String()
+			parts[i] = xmlCall("<tool_call>\n<function="+name, ">", "<parameter=%s>\n%s\n</parameter>\n", "</function>\n</tool_call>", c.args, bad, malformed)
 		case FormatSeedOSS:
 			// As the Seed-OSS chat template writes a call: values raw, no newlines around them.
-			var b strings.Builder
-			b.WriteString("<seed:tool_call>\n<function=" + name)
-			if !(bad && malformed == 0) {
-				b.WriteString(">")
-			}
-			b.WriteString("\n")
-			for _, a := range c.args {
-				fmt.Fprintf(&b, "<parameter=%s>%s</parameter>\n", a.k, valueText(a.v, false))
-			}
-			if !(bad && malformed == 1) {
-				b.WriteString("</function>\n</seed:tool_call>")
-			}
-			parts[i] = b.String()
+			parts[i] = xmlCall("<seed:tool_call>\n<function="+name, ">", "<parameter=%s>%s</parameter>\n", "</function>\n</seed:tool_call>", c.args, bad, malformed)
 		case FormatMiniMaxM2:
 			// As the MiniMax-M2 chat template writes it; the block around all invokes is added below.
-			var b strings.Builder
-			b.WriteString(`<invoke name="` + name)
-			if !(bad && malformed == 0) {
-				b.WriteString(`">`)
-			}
-			b.WriteString("\n")
-			for _, a := range c.args {
-				fmt.Fprintf(&b, `<parameter name="%s">%s</parameter>`+"\n", a.k, valueText(a.v, false))
-			}
-			if !(bad && malformed == 1) {
-				b.WriteString("</invoke>")
-			}
-			parts[i] = b.String()
+			parts[i] = xmlCall(`<invoke name="`+name, `">`, `<parameter name="%s">%s</parameter>`+"\n", "</invoke>", c.args, bad, malformed)
 		case FormatKimiK2:
 			// As Kimi K2 writes a call: its id functions.NAME:N, N counting the conversation's calls (the July
 			// template re-renders N as the call's index in its turn); the section around all calls is added below.
-			j := pyJSON(c.args)
-			if bad && malformed == 0 {
-				j = j[:len(j)-1]
-			}
+			j := cutLast(bad && malformed == 0, pyJSON(c.args))
 			p := "<|tool_call_begin|>functions." + name + ":" + strconv.Itoa(c.prior+i) + "<|tool_call_argument_begin|>" + j
 			if !(bad && malformed == 1) {
 				p += "<|tool_call_end|>"
@@ -652,10 +789,7 @@ func renderCalls(format string, cs []call, malformed int) string {
 			parts[i] = p
 		case FormatDeepSeekV3, FormatDeepSeekV31:
 			// As the DeepSeek chat templates write a call; the section around all calls is added below.
-			j := pyJSON(c.args)
-			if bad && malformed == 0 {
-				j = j[:len(j)-1]
-			}
+			j := cutLast(bad && malformed == 0, pyJSON(c.args))
 			p := "<｜tool▁call▁begin｜>" + name + "<｜tool▁sep｜>" + j
 			if format == FormatDeepSeekV3 {
 				p = "<｜tool▁call▁begin｜>function<｜tool▁sep｜>" + name + "\n```json\n" + j + "\n```"
@@ -671,18 +805,12 @@ func renderCalls(format string, cs []call, malformed int) string {
 			if id == "" {
 				id = mistralCallID(hashString(name) ^ uint64(i))
 			}
-			j := `{"name": ` + valueText(name, true) + `, "arguments": ` + pyJSON(c.args) + `, "id": "` + id + `"}`
-			if bad && malformed == 0 {
-				j = j[:len(j)-1]
-			}
+			j := cutLast(bad && malformed == 0, `{"name": `+valueText(name, true)+`, "arguments": `+pyJSON(c.args)+`, "id": "`+id+`"}`)
 			parts[i] = j
 		case FormatMistral, FormatMistralV11:
 			// As the Devstral template (mistral) and the Mistral Small 3.2 one (mistral_v11, with the call's
 			// 9-character id) write a call.
-			j := pyJSON(c.args)
-			if bad && malformed == 0 {
-				j = j[:len(j)-1]
-			}
+			j := cutLast(bad && malformed == 0, pyJSON(c.args))
 			sep := "[ARGS]"
 			if bad && malformed == 1 {
 				sep = ""
@@ -716,10 +844,7 @@ func renderCalls(format string, cs []call, malformed int) string {
 			parts[i] = b.String()
 		case FormatGPTOSS:
 			// As the gpt-oss chat template writes a call: recipient before the channel, bare json content type.
-			j := pyJSON(c.args)
-			if bad && malformed == 0 {
-				j = j[:len(j)-1]
-			}
+			j := cutLast(bad && malformed == 0, pyJSON(c.args))
 			ctype := "json"
 			if bad && malformed == 1 {
 				ctype = "yaml" // a content type the parser refuses (a missing <|call|> is not malformed: agents strip it)
@@ -740,16 +865,10 @@ func renderCalls(format string, cs []call, malformed int) string {
 			b.WriteString(")")
 			parts[i] = b.String()
 		case FormatLlama3:
-			j := `{"name": ` + valueText(name, true) + `, "parameters": ` + pyJSON(c.args) + `}`
-			if bad {
-				j = j[:len(j)-1] // broken JSON (llama3 has no tags to leave open)
-			}
+			j := cutLast(bad, `{"name": `+valueText(name, true)+`, "parameters": `+pyJSON(c.args)+`}`) // llama3 has no tags to leave open
 			parts[i] = j
 		default:
-			j := `{"name": ` + valueText(name, true) + `, "arguments": ` + pyJSON(c.args) + `}`
-			if bad && malformed == 0 {
-				j = j[:len(j)-1]
-			}
+			j := cutLast(bad && malformed == 0, `{"name": `+valueText(name, true)+`, "arguments": `+pyJSON(c.args)+`}`)
 			p := "<tool_call>\n" + j
 			if !(bad && malformed == 1) {
 				p += "\n</tool_call>"

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -341,11 +342,13 @@ func TestAgenticMalformed(t *testing.T) {
 				kinds["tag"] = true
 			case len(calls) == 1 && calls[0].Name == UnknownToolName:
 				kinds["unknown"] = true
+			case len(calls) == 1 && len(calls[0].Args) == 0:
+				kinds["no arguments"] = true
 			default:
 				t.Errorf("%s seed %d: a well-formed call at malformed rate 1: %q", format, seed, g.Text)
 			}
 		}
-		if len(kinds) < 2 || !kinds["unknown"] {
+		if len(kinds) < 3 || !kinds["unknown"] || !kinds["no arguments"] {
 			t.Errorf("%s: malformed kinds seen: %v", format, kinds)
 		}
 	}
@@ -356,7 +359,7 @@ func TestAgenticMalformed(t *testing.T) {
 func TestAgenticErrorResult(t *testing.T) {
 	m := qwen(t)
 	_, url := start(t, testConfig(m), m.Tokenizer)
-	errResult := "Error: the tool call could not be parsed (unclosed_tag): <tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"6*7\"}}"
+	errResult := "Error: the tool call could not be parsed (unclosed_tag): <tool_call> is never closed by </tool_call>\nThe call was: <tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"6*7\"}}"
 	for _, tc := range []struct{ task, tool, want string }{
 		{"What is 6*7?", calcToolJSON, "6*7 could not be computed.\nI could not get a result from the calculator."},
 		{"What is the weather in Paris?", weatherTool, "The tool failed, so I cannot answer."},
@@ -436,7 +439,8 @@ func TestLogPrefixInvariant(t *testing.T) {
 	cfg.Seed = 3
 	srv, url := start(t, cfg, m.Tokenizer, WithLog(&buf))
 	ep := runEpisode(t, url, m, FormatHermes, "Compute 12*7, then (3+4)/2 and 100-58 for me.", "")
-	post(t, url, "/generate", map[string]any{"input_ids": []int{1, 2}, "stream": true, "sampling_params": map[string]any{"max_new_tokens": 3}})
+	spaced := `{"input_ids": [1, 2], "stream": true, "sampling_params": {"max_new_tokens": 3}}` // the log compacts it
+	post(t, url, "/generate", spaced)
 	get(t, url, "/health")
 	if err := srv.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -465,6 +469,9 @@ func TestLogPrefixInvariant(t *testing.T) {
 		if r.Path != "/generate" || r.Status != 200 || r.Seq != uint64(i+1) || json.Unmarshal(r.Request, &req) != nil || json.Unmarshal(r.Response, &resp) != nil {
 			t.Fatalf("record %d: %+v", i, r)
 		}
+		if r.RequestBytes < len(r.Request) {
+			t.Errorf("record %d: request_bytes %d is less than the compacted body (%d bytes)", i, r.RequestBytes, len(r.Request))
+		}
 		if !slices.Equal(req.InputIDs, ep.requests[i]) {
 			t.Errorf("record %d: input_ids differ from what the client sent", i)
 		}
@@ -480,6 +487,9 @@ func TestLogPrefixInvariant(t *testing.T) {
 		t.Error("the final trajectory is not the last input_ids + output_ids")
 	}
 	st := recs[ep.turns]
+	if st.RequestBytes != len(spaced) {
+		t.Errorf("stream record: request_bytes %d, the client sent %d", st.RequestBytes, len(spaced))
+	}
 	var last map[string]any
 	if json.Unmarshal(st.Response, &last) != nil || last["meta_info"].(map[string]any)["finish_reason"] == nil {
 		t.Errorf("stream record: the response is not the final event: %s", st.Response)
@@ -508,5 +518,89 @@ func TestAgenticPythonTool(t *testing.T) {
 	next = append(append(slices.Clone(ids), g.OutputIDs...), m.Tokenizer.Encode(qwenToolTurn("Error: NameError"), false)...)
 	if g := generate(t, url, map[string]any{"input_ids": next}); strings.Contains(g.Text, "boxed") {
 		t.Errorf("failed run: %q", g.Text)
+	}
+}
+
+// Tools of the agentic policy's tool-choice tests.
+const (
+	countWordsTool = `{"type": "function", "function": {"name": "count_words", "description": "Count the words of a text.", "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}`
+	forecastTool   = `{"type": "function", "function": {"name": "forecast", "description": "Weather forecast for a city.", "parameters": {"type": "object", "properties": {` +
+		`"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1, "maximum": 7}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}, "hourly": {"type": "boolean"}}, "required": ["city", "days", "unit"]}}}`
+)
+
+// TestAgenticChoosesTool: without arithmetic, the agentic policy calls the tool whose name and description match
+// the task (not the first listed), with arguments filled from its schema (required ones, enum values and numbers
+// the task names, bounds, a name from the task for a string, the task itself for a text); a task that matches no
+// tool is answered without one. The same seed writes the same call.
+func TestAgenticChoosesTool(t *testing.T) {
+	m := qwen(t)
+	tools := []string{forecastTool, countWordsTool, weatherTool}
+	tests := []struct {
+		task     string
+		wantName string
+		wantArgs map[string]any // nil: no call
+	}{
+		{`Count the words in "the quick brown fox"`, "count_words", map[string]any{"text": "the quick brown fox"}},
+		{"How many words are in this sentence, please?", "count_words", map[string]any{"text": "How many words are in this sentence, please?"}},
+		{"Give me the forecast for Lyon over 3 days in fahrenheit.", "forecast", map[string]any{"city": "Lyon", "days": 3.0, "unit": "fahrenheit"}},
+		{"What will the forecast be in Oslo for the next 30 days, in celsius?", "forecast", map[string]any{"city": "Oslo", "days": 7.0, "unit": "celsius"}}, // 30 clamped to maximum 7
+		{"What is the weather in Paris?", "get_weather", map[string]any{"city": "Paris"}},
+		{"What is 12 * 7?", "", nil}, // no calculator, and no tool about it: answered without a tool
+	}
+	for _, tt := range tests {
+		t.Run(tt.task, func(t *testing.T) {
+			cfg := testConfig(m)
+			_, url := start(t, cfg, m.Tokenizer)
+			body := map[string]any{"input_ids": qwenIDs(m, tt.task, tools...), "sampling_params": map[string]any{"sampling_seed": 7}}
+			g := generate(t, url, body)
+			calls, err := parseCalls(FormatHermes, g.Text)
+			if err != nil {
+				t.Fatalf("%q: %v", g.Text, err)
+			}
+			if tt.wantArgs == nil {
+				if len(calls) != 0 {
+					t.Fatalf("%q: calls %+v, want an answer without a tool", g.Text, calls)
+				}
+				return
+			}
+			if len(calls) != 1 || calls[0].Name != tt.wantName || !reflect.DeepEqual(calls[0].Args, tt.wantArgs) {
+				t.Fatalf("%q: calls %+v, want %s(%v)", g.Text, calls, tt.wantName, tt.wantArgs)
+			}
+			if again := generate(t, url, body); again.Text != g.Text {
+				t.Errorf("the same request with the same seed replied %q, then %q", g.Text, again.Text)
+			}
+		})
+	}
+}
+
+// TestFillArgs: the values drawn (an enum the task does not name, a boolean) come from the seed's draws; every
+// type of the schema gets a value of that type.
+func TestFillArgs(t *testing.T) {
+	ts := scanTools(forecastTool + `{"type": "function", "function": {"name": "all_types", "parameters": {"type": "object", "properties": {` +
+		`"n": {"type": "number", "exclusiveMinimum": 0}, "flags": {"type": "array", "items": {"type": "integer"}}, "opts": {"type": "object"}, "b": {"type": "boolean"}}}}}`)
+	if len(ts) != 2 {
+		t.Fatalf("tools %+v", ts)
+	}
+	draws := map[string]bool{}
+	for seed := uint64(0); seed < 16; seed++ {
+		a := fillArgs(ts[0], "Forecast for Rome", rand.New(rand.NewPCG(seed, 1)))
+		b := fillArgs(ts[0], "Forecast for Rome", rand.New(rand.NewPCG(seed, 1)))
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("seed %d: %v then %v", seed, a, b)
+		}
+		if len(a) != 3 || a[0] != (kv{"city", "Rome"}) || a[1] != (kv{"days", 1}) {
+			t.Fatalf("seed %d: %v, want city Rome, days at the minimum 1, a unit", seed, a)
+		}
+		draws[a[2].v.(string)] = true
+	}
+	if !draws["celsius"] || !draws["fahrenheit"] {
+		t.Errorf("enum values drawn over 16 seeds: %v, want both", draws)
+	}
+	got := fillArgs(ts[1], "anything with 2.5 in it", rand.New(rand.NewPCG(1, 1)))
+	if len(got) != 4 || got[0].k != "n" || got[0].v != 2.5 || !reflect.DeepEqual(got[1].v, []any{1}) || !reflect.DeepEqual(got[2].v, map[string]any{}) {
+		t.Errorf("all types: %+v", got)
+	}
+	if _, ok := got[3].v.(bool); !ok {
+		t.Errorf("boolean parameter filled with %v", got[3].v)
 	}
 }

@@ -611,7 +611,8 @@ func parseGenerate(body []byte, tok Tokenizer, contextLen int) (*genRequest, *re
 		if in >= contextLen {
 			return nil, valueErr("The input (%d tokens) is longer than the model's context length (%d tokens).", in, contextLen)
 		}
-		if mx := it.params.maxNewTokens; it.params.maxNewSet && mx+in >= contextLen {
+		// SGLang 0.5.23 refuses a total above the context length; one equal to it is served
+		if mx := it.params.maxNewTokens; it.params.maxNewSet && mx+in > contextLen {
 			return nil, valueErr("Requested token count exceeds the model's maximum context length of %d tokens. You requested a total of %d tokens: %d tokens from the input messages and %d tokens for the completion. Please reduce the number of tokens in the input messages or the completion to fit within the limit.", contextLen, mx+in, in, mx)
 		}
 		for _, id := range it.tokenIDsLogprob {

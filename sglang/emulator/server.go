@@ -381,6 +381,7 @@ func (s *Server) handleReady(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) handleModelInfo(w http.ResponseWriter, r *http.Request) {
+	// SGLang's shape, not sglang.ModelInfo: the emulator does not share the client's wire types (see wire.go).
 	writeJSON(w, http.StatusOK, struct {
 		ModelPath               string   `json:"model_path"`
 		ServedModelName         string   `json:"served_model_name"`
@@ -575,18 +576,24 @@ func (s *Server) handleUpdateWeights(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"success": false, "message": "Failed to update weights: model_path is empty.", "num_paused_requests": 0})
 		return
 	}
-	if req.AbortAllRequests {
+	s.updateWeights(req.WeightVersion, req.AbortAllRequests, req.FlushCache == nil || *req.FlushCache)
+	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Succeeded to update model weights.", "num_paused_requests": 0})
+}
+
+// updateWeights is what a weight update does here, where there are no weights: abort the requests in flight if
+// asked, take the new weight version if one is given, flush the prefix cache if asked.
+func (s *Server) updateWeights(version *string, abortAll, flush bool) {
+	if abortAll {
 		s.abortAll()
 	}
-	s.mu.Lock()
-	if req.WeightVersion != nil {
-		s.setWeightVersionLocked(*req.WeightVersion)
+	if version != nil {
+		s.mu.Lock()
+		s.setWeightVersionLocked(*version)
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
-	if req.FlushCache == nil || *req.FlushCache {
+	if flush {
 		s.cache.flush()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Succeeded to update model weights.", "num_paused_requests": 0})
 }
 
 // handleUpdateWeightsOther accepts the tensor and distributed weight-update calls: there are no weights, so
@@ -600,17 +607,7 @@ func (s *Server) handleUpdateWeightsOther(w http.ResponseWriter, r *http.Request
 	if _, ok := decodeBody(w, r, &req); !ok {
 		return
 	}
-	if req.AbortAllRequests {
-		s.abortAll()
-	}
-	s.mu.Lock()
-	if req.WeightVersion != nil {
-		s.setWeightVersionLocked(*req.WeightVersion)
-	}
-	s.mu.Unlock()
-	if strings.HasPrefix(r.URL.Path, "/update_weights") && (req.FlushCache == nil || *req.FlushCache) {
-		s.cache.flush()
-	}
+	s.updateWeights(req.WeightVersion, req.AbortAllRequests, strings.HasPrefix(r.URL.Path, "/update_weights") && (req.FlushCache == nil || *req.FlushCache))
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Succeeded (emulator: no weights to load)."})
 }
 
@@ -626,12 +623,7 @@ func (s *Server) handleUpdateWeightVersion(w http.ResponseWriter, r *http.Reques
 		writeValidationError(w, "1 validation error:\n  {'type': 'missing', 'loc': ('body', 'new_version'), 'msg': 'Field required', 'input': {}}")
 		return
 	}
-	if req.AbortAllRequests == nil || *req.AbortAllRequests {
-		s.abortAll()
-	}
-	s.mu.Lock()
-	s.setWeightVersionLocked(*req.NewVersion)
-	s.mu.Unlock()
+	s.updateWeights(req.NewVersion, req.AbortAllRequests == nil || *req.AbortAllRequests, false)
 	writeJSON(w, http.StatusOK, map[string]any{"success": true, "message": "Weight version updated to " + *req.NewVersion, "new_version": *req.NewVersion})
 }
 

@@ -7,10 +7,16 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
 )
 
 // The JSON shapes of SGLang's /generate responses (sglang@8905cbd tokenizer_manager._handle_batch_output and
 // convert_logprob_style), with keys in SGLang's order. The fixtures in sglang/testdata/fixtures are the arbiter.
+//
+// These types repeat package sglang's (MetaInfo, FinishReason, LogprobEntry, ModelInfo) on purpose: the emulator
+// is an independent implementation of SGLang's side of the wire, so that a bug shared with the client cannot hide
+// (the contract test judges both against SGLang's own types); it shares only the JSON primitives (internal/jsonw).
 
 // lpEntry is one [logprob, token_id, text] triple; null marks the null logprob of input_token_logprobs[0].
 type lpEntry struct {
@@ -39,7 +45,7 @@ func (l lpList) appendJSON(b []byte) []byte {
 		if e.null {
 			b = append(b, "null"...)
 		} else {
-			b = appendFloat(b, e.lp)
+			b = jsonw.AppendFloat(b, e.lp)
 		}
 		b = append(b, ',')
 		b = strconv.AppendInt(b, int64(e.id), 10)
@@ -47,8 +53,7 @@ func (l lpList) appendJSON(b []byte) []byte {
 		if e.text == nil {
 			b = append(b, "null"...)
 		} else {
-			t, _ := marshal(*e.text)
-			b = append(b, t...)
+			b = jsonw.AppendString(b, *e.text)
 		}
 		b = append(b, ']')
 	}
@@ -59,8 +64,10 @@ func (l lpList) appendJSON(b []byte) []byte {
 type topLists []lpList
 
 // MarshalJSON writes the nested lists.
-func (t topLists) MarshalJSON() ([]byte, error) {
-	b := []byte{'['}
+func (t topLists) MarshalJSON() ([]byte, error) { return t.appendJSON(nil), nil }
+
+func (t topLists) appendJSON(b []byte) []byte {
+	b = append(b, '[')
 	for i, l := range t {
 		if i > 0 {
 			b = append(b, ',')
@@ -71,26 +78,7 @@ func (t topLists) MarshalJSON() ([]byte, error) {
 			b = l.appendJSON(b)
 		}
 	}
-	return append(b, ']'), nil
-}
-
-// appendFloat formats like encoding/json (shortest round-trip representation).
-func appendFloat(b []byte, f float64) []byte {
-	abs := math.Abs(f)
-	format := byte('f')
-	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if format == 'e' {
-		// clean up e-09 to e-9, as encoding/json does
-		n := len(b)
-		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-	}
-	return b
+	return append(b, ']')
 }
 
 // finishReason is SGLang's finish_reason object.
@@ -107,42 +95,39 @@ type finishReason struct {
 }
 
 // MarshalJSON writes the shape of the finish kind.
-func (f *finishReason) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
+func (f *finishReason) MarshalJSON() ([]byte, error) { return f.appendJSON(nil), nil }
+
+func (f *finishReason) appendJSON(b []byte) []byte {
 	switch f.kind {
 	case "stop":
-		b.WriteString(`{"type":"stop","matched":`)
+		b = append(b, `{"type":"stop","matched":`...)
 		if f.matchedIsS {
-			s, _ := marshal(f.matchedStr)
-			b.Write(s)
+			b = jsonw.AppendString(b, f.matchedStr)
 		} else {
-			b.WriteString(strconv.Itoa(int(f.matchedID)))
+			b = strconv.AppendInt(b, int64(f.matchedID), 10)
 		}
-		b.WriteByte('}')
 	case "length":
-		b.WriteString(`{"type":"length","length":` + strconv.Itoa(f.length) + `}`)
+		b = append(b, `{"type":"length","length":`...)
+		b = strconv.AppendInt(b, int64(f.length), 10)
 	default:
-		msg, _ := marshal(f.message)
-		b.WriteString(`{"type":"abort","message":`)
-		b.Write(msg)
+		b = append(b, `{"type":"abort","message":`...)
+		b = jsonw.AppendString(b, f.message)
 		if !f.waiting {
-			b.WriteString(`,"status_code":`)
+			b = append(b, `,"status_code":`...)
 			if f.statusCode == 0 {
-				b.WriteString("null")
+				b = append(b, "null"...)
 			} else {
-				b.WriteString(strconv.Itoa(f.statusCode))
+				b = strconv.AppendInt(b, int64(f.statusCode), 10)
 			}
-			b.WriteString(`,"err_type":`)
+			b = append(b, `,"err_type":`...)
 			if f.errType == "" {
-				b.WriteString("null")
+				b = append(b, "null"...)
 			} else {
-				s, _ := marshal(f.errType)
-				b.Write(s)
+				b = jsonw.AppendString(b, f.errType)
 			}
 		}
-		b.WriteByte('}')
 	}
-	return b.Bytes(), nil
+	return append(b, '}')
 }
 
 type cacheDetails struct {

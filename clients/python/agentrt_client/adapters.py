@@ -50,6 +50,20 @@ def split(traj: Trajectory) -> ResponseSplit:
 # slime's Sample.Status names, by agentrt status.
 _SLIME_STATUS = {"completed": "COMPLETED", "truncated": "TRUNCATED", "aborted": "ABORTED", "failed": "FAILED"}
 
+# What each status means for training. completed and truncated are outcomes of the policy (a truncated episode ran
+# out of budget, context or tool iterations: the model did that) and train as answers; aborted (infrastructure: the
+# server, a deadline, a cancel, an environment, a hook) and failed (the runtime could not run it: template, parser,
+# invariant) say nothing about the policy and must never train as answers.
+TRAINABLE_STATUSES = ("completed", "truncated")
+
+
+def trainable(traj: Trajectory) -> bool:
+    """Whether the trajectory may train as an answer: its status is completed or truncated and it has a model
+    response (a response of tool results alone, or none, trains nothing)."""
+    if traj.status not in TRAINABLE_STATUSES:
+        return False
+    return any(traj.loss_mask[traj.prompt_length : traj.response_end])
+
 
 @dataclass
 class SlimePrefixCacheInfo:
@@ -73,6 +87,7 @@ class SlimeSampleFields:
     weight_versions: list[str] = field(default_factory=list)
     response: str = ""
     prefix_cache_info: SlimePrefixCacheInfo = field(default_factory=SlimePrefixCacheInfo)
+    remove_sample: bool = False
 
 
 def slime_status(status: str, sample_cls: Any = None) -> Any:
@@ -92,22 +107,44 @@ def _last_assistant_text(traj: Trajectory) -> str:
     return ""
 
 
-def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = None) -> Any:
+def removed_reward(reward_key: str | None = None) -> Any:
+    """The reward of a sample slime must not train on: a number where slime reads one (``_post_process_rewards``
+    makes a float tensor of ``Sample.get_reward_value``), under ``--reward-key`` a dict holding it."""
+    return {reward_key: 0.0} if reward_key else 0.0
+
+
+def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = None, reward_key: str | None = None) -> Any:
     """Fills ``sample`` (a slime ``Sample``, or any object with its fields) from a trajectory and returns it.
 
     Without ``sample``, a new ``sample_cls()`` (default SlimeSampleFields) is made. ``status`` becomes a member
     of the sample class's ``Status`` enum when it has one. ``metadata`` keeps what the sample had and adds
     ``agentrt`` (trajectory id, status reason, provenance, per-turn info).
+
+    A trajectory that must not train (``trainable``: aborted, failed, or no model response) gets slime's own
+    mechanism: ``remove_sample = True`` (slime zeroes its loss mask in ``_convert_samples_to_train_data``), its
+    loss mask zeroed here too, and ``reward`` 0.0 (``removed_reward``), so slime neither computes a reward for it
+    nor fails on a missing one. slime needs ``response_length >= 1`` (its loss takes ``tokens[-response_length:]``):
+    a trajectory without a response keeps its prompt with the last prompt token as a one-token response (loss
+    mask 0), or, with no tokens at all, slime's own placeholder ``[0, 0]``.
     """
     if sample is None:
         sample = (sample_cls or SlimeSampleFields)()
     sp = split(traj)
+    keep = trainable(traj)
+    if not sp.response_ids:
+        if sp.prompt_ids:
+            sp = ResponseSplit(sp.prompt_ids[:-1], sp.prompt_ids[-1:], [0], [0.0])
+        else:
+            sp = ResponseSplit([0], [0], [0], [0.0])
+    if not keep:
+        sp.response_mask = [0] * len(sp.response_ids)
     sample.tokens = sp.prompt_ids + sp.response_ids
     sample.response_length = len(sp.response_ids)
     sample.loss_mask = sp.response_mask
     sample.rollout_log_probs = sp.response_logprobs
     sample.status = slime_status(traj.status, type(sample))
-    sample.reward = traj.reward
+    sample.reward = traj.reward if keep else removed_reward(reward_key)
+    sample.remove_sample = not keep
     sample.weight_versions = traj.weight_versions
     if hasattr(sample, "response"):
         sample.response = _last_assistant_text(traj)
@@ -122,7 +159,10 @@ def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = N
         "trajectory_id": traj.trajectory_id,
         "request_id": traj.request_id,
         "group_id": traj.group_id,
+        "status": traj.status,
         "status_reason": traj.status_reason,
+        "error": traj.error,
+        "stop_message": traj.stop_message,
         "provenance": traj.provenance,
         "turns": traj.turns(),
     }
@@ -132,7 +172,8 @@ def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = N
 
 @dataclass
 class AgentLoopOutputFields:
-    """verl's AgentLoopOutput fields, for use without verl installed."""
+    """verl's AgentLoopOutput fields, for use without verl installed (agentrt_client.verl uses verl's own class
+    when verl is importable)."""
 
     prompt_ids: list[int]
     response_ids: list[int]
@@ -142,6 +183,7 @@ class AgentLoopOutputFields:
     reward_score: float | None = None
     num_turns: int = 0
     metrics: dict[str, Any] = field(default_factory=dict)
+    extra_fields: dict[str, Any] = field(default_factory=dict)
 
 
 def verl_num_turns(traj: Trajectory) -> int:
@@ -151,28 +193,59 @@ def verl_num_turns(traj: Trajectory) -> int:
     return sum(1 for s in traj.segments if int(s["offset"]) < end)
 
 
-def to_agent_loop_output(traj: Trajectory, output_cls: Any = None, *, max_response_length: int | None = None) -> Any:
+class PromptTooLongError(ValueError):
+    """A trajectory's first prompt is longer than the trainer's prompt length (verl's rollout.prompt_length)."""
+
+
+def to_agent_loop_output(
+    traj: Trajectory,
+    output_cls: Any = None,
+    *,
+    max_response_length: int | None = None,
+    max_prompt_length: int | None = None,
+) -> Any:
     """Builds verl's ``AgentLoopOutput`` (or ``output_cls``) from a trajectory.
 
-    ``max_response_length`` cuts the response as verl's ToolAgentLoop does (``response_ids[:response_length]``).
-    ``metrics`` carries ``generate_sequences`` (seconds of model calls, from per-turn latency) and ``tool_calls``
-    (0: agentrt does not time tools per trajectory yet).
+    Nothing is cut: verl pads prompts to ``rollout.prompt_length`` and responses to ``rollout.response_length``
+    and fails on longer ones, so a first prompt longer than ``max_prompt_length`` raises PromptTooLongError naming
+    the measured tokens and the key to raise, and a response longer than ``max_response_length`` (agentrt enforces
+    it as the episode's max_response_tokens, which agentrt_client.verl sends) raises ValueError.
+
+    ``extra_fields`` carries ``agentrt_status``, ``agentrt_status_reason`` and ``agentrt_trajectory_id``; a
+    trajectory that must not train (``trainable``: aborted, failed, no model response) gets ``response_mask`` all
+    0 and ``reward_score`` 0.0 (verl then computes no reward for it). ``metrics`` carries ``generate_sequences``
+    (seconds of model calls, from per-turn latency) and ``tool_calls`` (0: agentrt does not time tools per
+    trajectory yet).
     """
     sp = split(traj)
-    if max_response_length is not None:
-        sp.response_ids = sp.response_ids[:max_response_length]
-        sp.response_mask = sp.response_mask[:max_response_length]
-        sp.response_logprobs = sp.response_logprobs[:max_response_length]
+    if max_prompt_length is not None and len(sp.prompt_ids) > max_prompt_length:
+        raise PromptTooLongError(
+            f"agentrt: trajectory {traj.trajectory_id}: the first prompt is {len(sp.prompt_ids)} tokens (the system "
+            f"prompt, tool specs and messages as the agent's chat template renders them), more than "
+            f"actor_rollout_ref.rollout.prompt_length = {max_prompt_length}: raise it to at least {len(sp.prompt_ids)}"
+        )
+    if max_response_length is not None and len(sp.response_ids) > max_response_length:
+        raise ValueError(
+            f"agentrt: trajectory {traj.trajectory_id}: a response of {len(sp.response_ids)} tokens is longer than "
+            f"actor_rollout_ref.rollout.response_length = {max_response_length}: the request did not carry it as "
+            f"max_response_tokens (agentrt_client.verl sends it), or the server predates the response budget"
+        )
+    keep = trainable(traj)
     gen_s = sum(float(t.get("latency_ms") or 0) for t in traj.turns()) / 1000.0
     cls = output_cls or AgentLoopOutputFields
     return cls(
         prompt_ids=sp.prompt_ids,
         response_ids=sp.response_ids,
-        response_mask=sp.response_mask,
+        response_mask=sp.response_mask if keep else [0] * len(sp.response_ids),
         response_logprobs=sp.response_logprobs,
-        reward_score=traj.reward,
+        reward_score=traj.reward if keep else 0.0,
         num_turns=verl_num_turns(traj),
         metrics={"generate_sequences": gen_s, "tool_calls": 0.0},
+        extra_fields={
+            "agentrt_status": traj.status,
+            "agentrt_status_reason": traj.status_reason,
+            "agentrt_trajectory_id": traj.trajectory_id,
+        },
     )
 
 

@@ -53,9 +53,9 @@ def _new_id() -> str:
 def normalize_items(items: Iterable[Any], n: int | None = None) -> list[dict[str, Any]]:
     """Turns prompts into submit items.
 
-    Each element may be a dict (``id``, ``messages``, optional ``n``, ``label``, ``metadata``), a list of chat
-    messages, or a string (one user message). Items without an id get their index. ``n`` sets the default
-    number of samples per item.
+    Each element may be a dict (``id``, ``messages``, optional ``n``, ``label``, ``metadata``,
+    ``max_response_tokens``), a list of chat messages, or a string (one user message). Items without an id get
+    their index. ``n`` sets the default number of samples per item.
     """
     out = []
     for i, it in enumerate(items):
@@ -713,11 +713,13 @@ class Client:
         request_id: str | None = None,
         timeout: float | None = None,
         ack: bool = True,
+        events: bool = False,
     ) -> list[Trajectory]:
         """Submits a request and returns all its trajectories (ordered by item, then sample index) once it is done.
 
-        They are acked on return (``ack=False`` leaves that to the caller). Raises RequestFailedError if the
-        request failed, RejectedError if it was rejected, RequestLostError if the server lost it (see ``lost``).
+        They are acked on return (``ack=False`` leaves that to the caller). ``events`` subscribes to the request's
+        per-turn events, handed to ``on_event`` as they come. Raises RequestFailedError if the request failed,
+        RejectedError if it was rejected, RequestLostError if the server lost it (see ``lost``).
         """
         rid = request_id or _new_id()
         col = _Collector()
@@ -726,7 +728,7 @@ class Client:
         try:
             norm = normalize_items(items, n)
             order = {it["id"]: i for i, it in enumerate(norm)}
-            await self.submit(norm, agent=agent, sampling=sampling, request_id=rid)
+            await self.submit(norm, agent=agent, sampling=sampling, request_id=rid, events=events)
             trajs: list[Trajectory] = []
 
             async def gather() -> RequestDone:

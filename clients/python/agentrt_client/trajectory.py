@@ -65,6 +65,16 @@ class Trajectory:
         return self.data.get("status_reason", "")
 
     @property
+    def error(self) -> str:
+        """What failed, for a failed or aborted trajectory ("" otherwise)."""
+        return self.data.get("error", "")
+
+    @property
+    def stop_message(self) -> str:
+        """Why a truncated episode stopped, in words: a hook's stop message or the context window's detail."""
+        return self.data.get("stop_message", "")
+
+    @property
     def reward(self) -> float | None:
         return self.data.get("reward")
 

@@ -28,9 +28,28 @@ def _verl_output_cls() -> Any:
         return AgentLoopOutputFields
 
 
+def _rollout_config(trainer_config: Any) -> Any:
+    """verl's rollout config (``actor_rollout_ref.rollout``) from what verl passes as trainer_config (a
+    DictConfigWrap in verl 0.9), or None."""
+    cfg = getattr(trainer_config, "config", trainer_config)
+    try:
+        return cfg.actor_rollout_ref.rollout
+    except Exception:  # noqa: BLE001 - not a verl config
+        return None
+
+
 class AgentrtAgentLoop:
-    """Duck-types verl's ``AgentLoopBase``: constructed with verl's arguments, ``await run(sampling_params,
-    **kwargs)`` per sample, where kwargs carry the dataset row (``raw_prompt`` messages, ``index``, ...)."""
+    """Duck-types verl's ``AgentLoopBase``: constructed with verl's arguments (``trainer_config``,
+    ``server_manager``, ``tokenizer``, ``processor``, ``dataset_cls``, ``data_config``, ...), ``await
+    run(sampling_params, **kwargs)`` per sample, where kwargs carry the dataset row (``raw_prompt`` messages,
+    ``index``, ``reward_model``, ``extra_info``).
+
+    ``rollout.response_length`` is sent as the episode's response budget (``max_response_tokens``): agentrt caps
+    every model call by what is left, tool results included, so the response fits verl's padding and ends on a
+    model token. ``rollout.prompt_length`` is checked: a longer first prompt raises PromptTooLongError (the
+    measured tokens and the key to raise). Status and reason land in ``extra_fields`` (``agentrt_status``,
+    ``agentrt_status_reason``); aborted and failed episodes come with ``response_mask`` all 0 and reward 0.0.
+    """
 
     def __init__(
         self,
@@ -41,25 +60,31 @@ class AgentrtAgentLoop:
         *,
         output_cls: Any = None,
         response_length: int | None = None,
+        prompt_length: int | None = None,
         **kwargs: Any,
     ) -> None:
         self.trainer_config = trainer_config
         self.settings = settings(kwargs.get("agentrt") or None)
         self.output_cls = output_cls or _verl_output_cls()
+        rollout = _rollout_config(trainer_config)
+        if response_length is None and rollout is not None:
+            response_length = int(rollout.response_length)
+        if prompt_length is None and rollout is not None:
+            prompt_length = int(rollout.prompt_length)
         self.response_length = response_length
-        if self.response_length is None:
-            try:
-                self.response_length = int(trainer_config.config.actor_rollout_ref.rollout.response_length)
-            except Exception:  # noqa: BLE001 - not a verl config
-                self.response_length = None
+        self.prompt_length = prompt_length
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
-        messages = kwargs.get("raw_prompt") or kwargs.get("messages")
-        if not messages:
+        messages = kwargs.get("raw_prompt")
+        if messages is None:
+            messages = kwargs.get("messages")
+        if messages is None or len(messages) == 0:
             raise ValueError("agentrt: the verl dataset row has no raw_prompt (chat messages)")
         cfg = self.settings
         client = await shared_client(cfg["url"], cfg["consumer_id"], cfg["token"])
-        item: dict[str, Any] = {"id": str(kwargs.get("index", 0)), "messages": list(messages), "n": 1}
+        item: dict[str, Any] = {"id": str(kwargs.get("index", 0)), "messages": [dict(m) for m in messages], "n": 1}
+        if self.response_length:
+            item["max_response_tokens"] = self.response_length
         reward_model = kwargs.get("reward_model")
         if isinstance(reward_model, dict) and "ground_truth" in reward_model:
             item["label"] = reward_model["ground_truth"]
@@ -71,4 +96,5 @@ class AgentrtAgentLoop:
         trajs = await client.run([item], agent=cfg["agent"], sampling=sampling or None)
         if not trajs:
             raise RuntimeError(f"agentrt: request for row {item['id']} produced no trajectory")
-        return to_agent_loop_output(trajs[0], self.output_cls, max_response_length=self.response_length)
+        return to_agent_loop_output(trajs[0], self.output_cls, max_response_length=self.response_length,
+                                    max_prompt_length=self.prompt_length)

@@ -1,71 +1,26 @@
-"""Adapters and trainer integrations, with stand-ins that have exactly the trainers' fields (slime's Sample in
-slime/utils/types.py, verl's AgentLoopOutput in verl/experimental/agent_loop/agent_loop.py): the trainers'
-own packages need GPU stacks."""
+"""Adapters and trainer integrations without the trainers installed: slime's Sample is built from its derived
+contract (test_slime_contract.py), verl's AgentLoopOutput is the library's fallback (AgentLoopOutputFields); the
+real verl runs in test_verl.py and TorchRL in test_torchrl.py (scripts/test.d/55-trainers.sh)."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import dataclasses
-import enum
-from dataclasses import dataclass, field
-from typing import Any, Optional, Union
 
 import numpy as np
 import pytest
 
-from agentrt_client import Client, Trajectory, split, summarize, to_agent_loop_output, to_padded_arrays, to_slime_sample
+from agentrt_client import AgentLoopOutputFields, Client, PromptTooLongError, Trajectory, split, summarize, to_agent_loop_output, to_padded_arrays, to_slime_sample
 from agentrt_client._shared import close_shared
 from agentrt_client.slime import generate
 from agentrt_client.verl import AgentrtAgentLoop
 from helpers import prompts, run_async
+from test_slime_contract import slime_sample_class
 
 
-@dataclass
-class Sample:
-    """Stand-in for slime.utils.types.Sample (the fields the generate hook reads and fills)."""
-
-    class Status(enum.Enum):
-        PENDING = "pending"
-        COMPLETED = "completed"
-        TRUNCATED = "truncated"
-        ABORTED = "aborted"
-        FAILED = "failed"
-
-    group_index: Optional[int] = None
-    index: Optional[int] = None
-    prompt: Union[str, list[dict[str, str]]] = ""
-    tokens: list[int] = field(default_factory=list)
-    response: str = ""
-    response_length: int = 0
-    label: Optional[str] = None
-    reward: Optional[Union[float, dict[str, Any]]] = None
-    loss_mask: Optional[list[int]] = None
-    weight_versions: list[str] = field(default_factory=list)
-    rollout_log_probs: Optional[list[float]] = None
-    status: Status = Status.PENDING
-    metadata: dict = field(default_factory=dict)
-
-    @dataclass
-    class PrefixCacheInfo:
-        cached_tokens: int = 0
-        total_prompt_tokens: int = 0
-
-    prefix_cache_info: PrefixCacheInfo = field(default_factory=PrefixCacheInfo)
-
-
-@dataclass
-class AgentLoopOutput:
-    """Stand-in for verl's AgentLoopOutput (a pydantic model there), same fields and defaults."""
-
-    prompt_ids: list[int]
-    response_ids: list[int]
-    response_mask: list[int]
-    response_logprobs: Optional[list[float]] = None
-    routed_experts: Optional[Any] = None
-    reward_score: Optional[float] = None
-    num_turns: int = 0
-    metrics: dict[str, Any] = field(default_factory=dict)
+# slime's Sample as derived from slime's source (tests/testdata/slime_contract.json), not a hand-written copy.
+Sample = slime_sample_class()
 
 
 def make_traj(trailing_prompt: bool = True, status: str = "completed", reward: float | None = 1.0) -> Trajectory:
@@ -127,7 +82,11 @@ def test_slime_sample():
     # Every field the hook sets exists on slime's Sample: nothing was added by accident.
     assert set(vars(s)) == {f.name for f in dataclasses.fields(Sample)}
     for status, member in [("truncated", Sample.Status.TRUNCATED), ("aborted", Sample.Status.ABORTED), ("failed", Sample.Status.FAILED)]:
-        assert to_slime_sample(make_traj(status=status), Sample()).status is member
+        got = to_slime_sample(make_traj(status=status), Sample())
+        assert got.status is member
+        trains = status == "truncated"
+        assert got.remove_sample is not trains and got.reward == 1.0 if trains else got.reward == 0.0
+        assert got.loss_mask == ([1, 1, 0, 0, 1, 1] if trains else [0] * 6) and got.tokens == s.tokens
     with pytest.raises(ValueError, match="unknown trajectory status"):
         to_slime_sample(make_traj(status="weird"), Sample())
     # Without a sample class: the library's own fields object with string statuses.
@@ -135,8 +94,8 @@ def test_slime_sample():
 
 
 def test_agent_loop_output():
-    out = to_agent_loop_output(make_traj(), AgentLoopOutput)
-    assert isinstance(out, AgentLoopOutput)
+    out = to_agent_loop_output(make_traj())
+    assert isinstance(out, AgentLoopOutputFields)
     assert out.prompt_ids == [10, 11, 12]
     assert out.response_ids == [20, 21, 30, 31, 40, 41]
     assert out.response_mask == [1, 1, 0, 0, 1, 1]
@@ -144,8 +103,15 @@ def test_agent_loop_output():
     assert out.reward_score == 1.0
     assert out.num_turns == 4  # verl: user turns (initial prompt + tool result) + assistant turns
     assert out.metrics == {"generate_sequences": 0.15, "tool_calls": 0.0}
-    cut = to_agent_loop_output(make_traj(), AgentLoopOutput, max_response_length=3)
-    assert cut.response_ids == [20, 21, 30] and cut.response_mask == [1, 1, 0] and len(cut.response_logprobs) == 3
+    assert out.extra_fields == {"agentrt_status": "completed", "agentrt_status_reason": "stop", "agentrt_trajectory_id": "r/i/0"}
+    # nothing is cut: a longer response or prompt than verl's padding is an error naming the key
+    with pytest.raises(ValueError, match="response_length = 3"):
+        to_agent_loop_output(make_traj(), max_response_length=3)
+    with pytest.raises(PromptTooLongError, match=r"first prompt is 3 tokens.*prompt_length = 2: raise it to at least 3"):
+        to_agent_loop_output(make_traj(), max_prompt_length=2)
+    for status in ("aborted", "failed"):
+        bad = to_agent_loop_output(make_traj(status=status))
+        assert bad.response_mask == [0] * 6 and bad.reward_score == 0.0 and bad.extra_fields["agentrt_status"] == status
 
 
 def test_padded_arrays():
@@ -168,6 +134,15 @@ def test_padded_arrays():
     assert arr["num_turns"].tolist() == [4, 2]
     short = to_padded_arrays([a], max_prompt_length=2, max_response_length=4)
     assert short["prompts"].tolist() == [[11, 12]] and short["responses"].tolist() == [[20, 21, 30, 31]]
+
+
+def test_error_and_stop_message():
+    stopped = make_traj(status="truncated", reward=None)
+    stopped.data.update(status_reason="max_tool_iters", stop_message="Max tool iterations (5) reached.")
+    assert stopped.stop_message == "Max tool iterations (5) reached." and stopped.error == ""
+    failed = make_traj(status="aborted", reward=None)
+    failed.data["error"] = "hook limiter on message_added: boom"
+    assert failed.error == "hook limiter on message_added: boom" and failed.stop_message == ""
 
 
 def test_summarize():
@@ -203,11 +178,11 @@ def test_verl_agent_loop(devserver):
 
     @run_async
     async def body():
-        loop = AgentrtAgentLoop(None, None, None, None, output_cls=AgentLoopOutput,
+        loop = AgentrtAgentLoop(None, None, None, None,
                                 agentrt=argparse.Namespace(agentrt_url=srv.url, agentrt_consumer_id="verl-test"))
         out = await loop.run({"temperature": 1.0, "top_p": 1.0}, raw_prompt=[{"role": "user", "content": "hi"}], index=5,
                              reward_model={"ground_truth": "42"}, extra_info={"split": "train"})
-        assert isinstance(out, AgentLoopOutput)
+        assert isinstance(out, AgentLoopOutputFields)
         assert len(out.prompt_ids) == 64 and len(out.response_ids) == 192
         assert len(out.response_mask) == len(out.response_logprobs) == 192
         assert out.num_turns == 4 and out.reward_score in (0.0, 1.0)

@@ -81,18 +81,22 @@ class Proc:
 def stack(tmp_path: pathlib.Path, request: pytest.FixtureRequest):
     """agentrt emulate + a factory of agentrt serve processes on one spool. A test marked
     ``@pytest.mark.stack(latency="100ms", concurrency=4)`` gets an emulator with that latency and that
-    server.concurrency."""
+    server.concurrency; ``episode_timeout`` sets the agent's, ``wrong_answer_rate`` the emulator's (the fraction of
+    final answers that misreport the result, so that a correctness reward varies within a group)."""
     if not BIN or not MODEL:
         pytest.fail("set AGENTRT_BIN and AGENTRT_QWEN3_MODEL (scripts/test.d/50-python-client.sh does)")
     mark = request.node.get_closest_marker("stack")
     opts = mark.kwargs if mark else {}
-    emu = Proc(["emulate", "--model", MODEL, "--addr", "127.0.0.1:0", "--seed", "5", "--latency", opts.get("latency", "")])
+    emu = Proc(["emulate", "--model", MODEL, "--addr", "127.0.0.1:0", "--seed", "5", "--latency", opts.get("latency", ""),
+                "--wrong-answer-rate", str(opts.get("wrong_answer_rate", 0.0))])
     emu_url = emu.start("http://")
     repo = pathlib.Path(__file__).resolve().parents[3]
     cfg = (repo / "runtime.toml").read_text()
     cfg = cfg.replace('workers = ["emulator"]', f'workers = ["{emu_url}"]')
     if "concurrency" in opts:
         cfg = cfg.replace("concurrency = 256", f"concurrency = {opts['concurrency']}", 1)
+    if "episode_timeout" in opts:  # an agent whose episodes end aborted/deadline
+        cfg = cfg.replace('episode_timeout = "10m"', f'episode_timeout = "{opts["episode_timeout"]}"', 1)
     cfg = cfg.replace('spool_dir = "~/.cache/agentrt/spool"', f'spool_dir = "{tmp_path / "spool"}"')
     cfg = cfg.replace('model = "~/.cache/agentrt/models/qwen3"', f'model = "{MODEL}"')
     assert emu_url in cfg and str(tmp_path) in cfg
@@ -131,6 +135,41 @@ def test_serve_end_to_end(stack):
                 s = to_slime_sample(t)
                 assert s.response_length == len(t.token_ids) - t.data["segments"][0]["length"]
             assert sorted(len(v) for v in groups.values()) == [2] * 6
+
+    body()
+
+
+def test_serve_turn_events(stack):
+    """A request with events=True gets, per episode, a turn event for every model call (its tokens and timings are
+    the trajectory's) and a tool_call and a tool_result event for every tool call, as they happen."""
+    serve, _ = stack
+    url = serve()
+    events: list[dict] = []
+
+    @run_async
+    async def body():
+        async with Client(url, "events", on_event=events.append) as c:
+            items = [{"id": "q", "messages": [{"role": "user", "content": "What is 6*7+3?"}]}]
+            trajs = await c.run(items, n=2, timeout=45, events=True)
+            quiet = await c.run([{"id": "r", "messages": [{"role": "user", "content": "What is 2*3?"}]}], timeout=45)
+            assert len(trajs) == 2 and len(quiet) == 1
+            assert not [e for e in events if e["request_id"] == quiet[0].request_id]  # it did not ask
+            for t in trajs:
+                check_trajectory(t.data)
+                mine = [e for e in events if e["request_id"] == t.request_id and e["item_id"] == "q" and e["sample_index"] == t.sample_index]
+                assert all(e["type"] == "event" and e["turn"] == e["event"]["turn"] for e in mine)
+                turns = [e["event"] for e in mine if e["event"]["kind"] == "turn"]
+                responses = [s for s in t.data["segments"] if s["kind"] == "response"]
+                assert len(turns) == len(responses) >= 2
+                for i, (ev, s) in enumerate(zip(turns, responses)):
+                    assert ev["turn"] == i and ev["response_tokens"] == s["length"] and ev["prompt_tokens"] == s["offset"]
+                    assert ev["finish_reason"] == s["info"]["finish_reason"] and ev["latency_ms"] == s["info"]["latency_ms"]
+                calls = [e["event"] for e in mine if e["event"]["kind"] == "tool_call"]
+                results = [e["event"] for e in mine if e["event"]["kind"] == "tool_result"]
+                tool_msgs = [m for m in t.data["messages"] if m["role"] == "tool"]
+                assert len(calls) == len(results) == len(tool_msgs) >= 1
+                assert [r["call_id"] for r in results] == [c["call_id"] for c in calls] == [m["tool_call_id"] for m in tool_msgs]
+                assert all(r["name"] == "calculator" and r["outcome"] == "ok" and r["bytes"] == len(m["content"]) for r, m in zip(results, tool_msgs))
 
     body()
 
@@ -199,7 +238,7 @@ def test_slime_generate_with_slimes_sampling_params(stack):
 
     from agentrt_client._shared import close_shared
     from agentrt_client.slime import generate
-    from test_adapters import Sample
+    from test_slime_contract import Sample
 
     serve, _ = stack
     url = serve()

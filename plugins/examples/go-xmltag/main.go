@@ -1,7 +1,8 @@
 //go:build wasip1
 
-// Command xmltag is an example parser plugin written with the Go SDK: it finds tool calls written as JSON inside a
-// pair of tags, by default Hermes-style
+// Command xmltag is the Go SDK's example parser (plugins/sdk/go/README.md): it finds tool calls written as JSON
+// inside a pair of tags (the C, Rust and AssemblyScript examples xmltag are the same parser), by default
+// Hermes-style
 //
 //	<tool_call>
 //	{"name": "get_weather", "arguments": {"city": "Paris"}}
@@ -45,10 +46,17 @@ func init() {
 }
 
 func configure(cfg sdk.Value, tools []sdk.ToolSpec) error {
-	open = cfg.Get("open").StrOr("<tool_call>")
-	closeTag = cfg.Get("close").StrOr("</tool_call>")
-	if open == "" || closeTag == "" {
-		return fmt.Errorf("open and close must not be empty")
+	for _, t := range []struct {
+		key string
+		dst *string
+	}{{"open", &open}, {"close", &closeTag}} {
+		if v := cfg.Get(t.key); v.Exists() {
+			if s, err := v.Str(); err != nil || s == "" {
+				return sdk.Errorf("bad_config", "open and close must be non-empty strings")
+			} else {
+				*t.dst = s
+			}
+		}
 	}
 	known = nil
 	if len(tools) > 0 {

@@ -1,7 +1,7 @@
-//! reward: an example hook plugin written with agentrt's Rust SDK (plugins/sdk/rust).
-//! At episode_end it sets the trajectory's reward: `reward_correct` if the last assistant message contains the
-//! episode's label (a string), `reward_wrong` otherwise; no reward when the episode has no string label.
-//! Built by scripts/wasm.d/30-sdk-examples.sh into reward.wasm next to this file.
+//! label_reward: the Rust SDK's example reward hook (plugins/sdk/rust/README.md). At episode_end it sets the
+//! trajectory's reward: `reward_correct` if the last assistant message contains the episode's label (a string),
+//! `reward_wrong` otherwise (ASCII case and surrounding white space ignored unless `case_sensitive`); no reward
+//! without a string label. Metrics: turns, tool_calls and, with a label, correct (1 or 0).
 
 use agentrt::{Error, Event, Hook, HookResponse, Manifest, Value};
 
@@ -19,11 +19,11 @@ impl Default for Reward {
 
 impl Reward {
     fn normalize(&self, s: &str) -> String {
-        let s = s.trim();
+        let s = s.trim_matches(|c| c == ' ' || c == '\t' || c == '\n' || c == '\r');
         if self.case_sensitive {
             s.to_string()
         } else {
-            s.to_lowercase()
+            s.to_ascii_lowercase()
         }
     }
 }

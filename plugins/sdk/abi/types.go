@@ -80,9 +80,11 @@ type ParsedCall struct {
 	Span      Span    `json:"span"`
 }
 
-// ParseError is one malformed tool call: a reason code (Reason*), a message, and the exact raw text.
+// ParseError is one malformed tool call: a reason code (Reason*), a message, and the exact raw text. Name is the
+// tool it calls, when the parser could read one (optional): the error result the model reads is that tool's.
 type ParseError struct {
 	Reason  string `json:"reason"`
+	Name    string `json:"name,omitempty"`
 	Message string `json:"message,omitempty"`
 	Raw     string `json:"raw"`
 	Span    Span   `json:"span"`

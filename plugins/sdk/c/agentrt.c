@@ -297,8 +297,32 @@ size_t agentrt_json_count(agentrt_json v) {
 
 agentrt_json agentrt_json_at(agentrt_json v, size_t i) {
   struct at_ctx a = {i, 0, {0}};
-  if (agentrt_json_kind(v) == AGENTRT_JSON_ARRAY) walk(v, at_cb, &a);
+  walk(v, at_cb, &a);
   return a.out;
+}
+
+struct key_ctx {
+  size_t i, n;
+  const char *ks, *ke;
+};
+
+static int key_cb(void *c, const char *ks, const char *ke, agentrt_json val) {
+  (void)val;
+  struct key_ctx *k = c;
+  if (k->n++ == k->i) {
+    k->ks = ks;
+    k->ke = ke;
+    return 1;
+  }
+  return 0;
+}
+
+const char *agentrt_json_key(agentrt_json v, size_t i, size_t *len) {
+  struct key_ctx k = {i, 0, NULL, NULL};
+  if (agentrt_json_kind(v) != AGENTRT_JSON_OBJECT) return NULL;
+  walk(v, key_cb, &k);
+  if (!k.ks) return NULL;
+  return agentrt_json_str((agentrt_json){k.ks, (size_t)(k.ke - k.ks)}, len);
 }
 
 int agentrt_json_num(agentrt_json v, double *out) {
@@ -792,6 +816,14 @@ __attribute__((export_name("agentrt_describe"))) uint64_t agentrt_describe(void)
   return packed(w);
 }
 
+/* The init input while the init handler runs (agentrt_init_tools). */
+static agentrt_json init_input;
+
+agentrt_json agentrt_init_tools(void) {
+  agentrt_json t = agentrt_json_get(init_input, "tools");
+  return agentrt_json_kind(t) == AGENTRT_JSON_ARRAY ? t : agentrt_json_parse("[]", 2);
+}
+
 __attribute__((export_name("agentrt_init"))) uint64_t agentrt_init(char *ptr, int32_t len) {
   ensure_declared();
   begin_output();
@@ -803,7 +835,9 @@ __attribute__((export_name("agentrt_init"))) uint64_t agentrt_init(char *ptr, in
     if (plugin.init) {
       agentrt_json cfg = agentrt_json_get(in, "config");
       if (agentrt_json_kind(cfg) == AGENTRT_JSON_INVALID) cfg = agentrt_json_parse("null", 4);
+      init_input = in;
       plugin.init(cfg, &r);
+      init_input = (agentrt_json){0};
     }
     if (r.mode == R_ERROR) {
       write_error(&envelope, r.code, r.message);

@@ -48,8 +48,12 @@ agentrt_json_type agentrt_json_kind(agentrt_json v);
 agentrt_json agentrt_json_get(agentrt_json v, const char *key);
 /* agentrt_json_count returns the number of elements of an array (members of an object); 0 otherwise. */
 size_t agentrt_json_count(agentrt_json v);
-/* agentrt_json_at returns element i of array v; the zero value if out of range. */
+/* agentrt_json_at returns element i of array v (the value of member i of an object); the zero value if out of
+ * range. */
 agentrt_json agentrt_json_at(agentrt_json v, size_t i);
+/* agentrt_json_key returns the decoded key of member i of object v (NUL-terminated, valid until the handler
+ * returns) and its length via len (may be NULL); NULL if v is not an object or i is out of range. */
+const char *agentrt_json_key(agentrt_json v, size_t i, size_t *len);
 /* agentrt_json_str returns the decoded, NUL-terminated string (valid until the handler returns) and its length in
  * bytes via len (may be NULL); NULL if v is not a string. */
 const char *agentrt_json_str(agentrt_json v, size_t *len);
@@ -90,7 +94,7 @@ void agentrt_w_raw(agentrt_writer *w, agentrt_json v); /* an existing JSON value
  * a tool returns {"text": ""} and a hook {} ("carry on"). */
 typedef struct agentrt_result agentrt_result;
 
-/* agentrt_result_text sets a tool's result to text. */
+/* agentrt_result_text sets a tool's result to the n bytes at s, which it copies: s may be freed or reused at once. */
 void agentrt_result_text(agentrt_result *r, const char *s, size_t n);
 /* agentrt_result_json starts a JSON result and returns the writer to write exactly one value with: a tool's
  * {"json": value}, a parser's ParseResult object. */
@@ -141,6 +145,10 @@ void agentrt_tool(const char *name, const char *description, const char *paramet
 void agentrt_on(const char *event, agentrt_hook_fn fn);
 void agentrt_parser(agentrt_parser_fn fn);
 void agentrt_on_init(agentrt_init_fn fn);
+/* agentrt_init_tools returns, while the init function runs, the agent's tool specs: a JSON array of {"name",
+ * "description", "parameters"} for a parser (to check names and arguments), [] for other kinds. It is a view into
+ * the init input: copy what you keep. */
+agentrt_json agentrt_init_tools(void);
 /* agentrt_config_schema documents the accepted config (JSON Schema text). */
 void agentrt_config_schema(const char *schema);
 

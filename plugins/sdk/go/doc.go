@@ -22,5 +22,6 @@
 // The registration state is per module instance and the host makes one call at a time per instance, so nothing
 // here is synchronised. Plugins must not keep per-episode state in memory (the host pools instances); hooks use
 // [Response] State instead. The exported wasm functions live in exports_wasip1.go; everything else also builds
-// natively, so the encoders are unit-tested on the host. Read plugins/examples/go-* first.
+// natively, so the encoders are unit-tested on the host. Read plugins/sdk/go/README.md (the reference: building,
+// a tool, a hook, a reward, every function) first; the examples are plugins/examples/go-*.
 package sdk

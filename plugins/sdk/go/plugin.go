@@ -600,15 +600,25 @@ func (o *ParseOutput) AddCheckedCall(id, name string, args []byte, start, end in
 	o.calls = append(o.calls, '}')
 }
 
-// AddError records a malformed call: a reason code (abi.Reason*), a message, and the exact raw text at
-// [start, end).
+// AddError records a malformed call: a reason code (abi.Reason*), a message for the model (what is wrong and
+// where), and the exact raw text at [start, end).
 func (o *ParseOutput) AddError(reason, message, raw string, start, end int) {
+	o.AddCallError("", reason, message, raw, start, end)
+}
+
+// AddCallError is AddError for a malformed call whose tool name the parser could read: the error result the
+// model reads is then that tool's (its name in the tool message).
+func (o *ParseOutput) AddCallError(name, reason, message, raw string, start, end int) {
 	if o.nErrs > 0 {
 		o.errs = append(o.errs, ',')
 	}
 	o.nErrs++
 	o.errs = append(o.errs, `{"reason":`...)
 	o.errs = fastjson.AppendQuote(o.errs, reason)
+	if name != "" {
+		o.errs = append(o.errs, `,"name":`...)
+		o.errs = fastjson.AppendQuote(o.errs, name)
+	}
 	if message != "" {
 		o.errs = append(o.errs, `,"message":`...)
 		o.errs = fastjson.AppendQuote(o.errs, message)

@@ -22,6 +22,9 @@ func (v Value) Exists() bool { return len(fastjson.SkipWSBytes(v)) > 0 }
 // IsNull reports whether v is absent or the literal null.
 func (v Value) IsNull() bool { return fastjson.IsNull(v) }
 
+// IsObject reports whether v is a JSON object (checked whole).
+func (v Value) IsObject() bool { return fastjson.IsObject(v) }
+
 // Get returns the member key of the object v, or nil when v is not an object or has no such key.
 func (v Value) Get(key string) Value {
 	r, err := fastjson.Get(v, key)

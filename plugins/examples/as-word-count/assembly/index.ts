@@ -2,7 +2,7 @@
 // Counts the words, lines and characters of a text and lists its most frequent words.
 // Built by scripts/wasm.d/30-sdk-examples.sh into ../word_count.wasm.
 
-import { Manifest, Result, Tool, ToolCall, ToolSpec, Value, register } from "../../../sdk/assemblyscript/assembly/index";
+import { Manifest, Result, Tool, ToolCall, ToolSpec, Value, register } from "agentrt/assembly/index";
 
 class WordCount extends Tool {
   manifest(): Manifest {
@@ -74,4 +74,4 @@ class WordCount extends Tool {
 
 register(new WordCount());
 
-export * from "../../../sdk/assemblyscript/assembly/exports";
+export * from "agentrt/assembly/exports";

@@ -91,7 +91,8 @@ export function agentrt_init(ptr: usize, len: i32): i64 {
   const v = parse(takeInput(ptr, len));
   if (v == null || !v.isObject) return envelope(p, Result.badInput("init input is not a JSON object"));
   const c = v.get("config");
-  const r = p.init(c != null ? c : Value.nul());
+  const t = v.get("tools");
+  const r = p.setup(c != null ? c : Value.nul(), t != null && t.isArray ? t : Value.array());
   if (r.isError) return envelope(p, r);
   return output('{"ok":{}}');
 }

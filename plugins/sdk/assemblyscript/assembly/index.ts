@@ -12,7 +12,7 @@
 // per-episode state value instead: Event.state, HookResponse.state).
 
 import { Value, parse, lastError } from "./json";
-export { Value, Kind, parse, quote, formatNumber } from "./json";
+export { Value, Kind, parse, lastError, quote, formatNumber } from "./json";
 
 export const ABI_VERSION: i32 = 1;
 
@@ -97,6 +97,11 @@ export class ToolCall {
     const v = this.arguments.get(key);
     return v != null && v.isNumber ? v.n : NaN;
   }
+  /** arg returns the argument key as given, or null when it is absent or JSON null (optional arguments). */
+  arg(key: string): Value | null {
+    const v = this.arguments.get(key);
+    return v != null && !v.isNull ? v : null;
+  }
 }
 
 /** Event is a hook's input; raw is the whole event object (counts, message, tool_call, state, ...). */
@@ -163,6 +168,12 @@ export class Plugin {
   /** init receives the plugin's config (a null Value when there is none); return Result.error to refuse it. */
   init(config: Value): Result {
     return Result.ok();
+  }
+  /** setup is what the SDK calls at initialisation: config, and for a parser the agent's tool specs (an array of
+   * {"name", "description", "parameters"}; [] for other kinds). It calls init; a parser that checks tool names
+   * overrides setup instead. */
+  setup(config: Value, tools: Value): Result {
+    return this.init(config);
   }
   /** handle gets the raw input of agentrt_call; the subclasses decode it. */
   handle(input: string): Result {

@@ -82,6 +82,9 @@ export class Value {
   get isNull(): bool {
     return this.kind == Kind.Null;
   }
+  get isBool(): bool {
+    return this.kind == Kind.Bool;
+  }
   get isString(): bool {
     return this.kind == Kind.String;
   }

@@ -492,8 +492,10 @@ var safeASCII = func() (t [utf8.RuneSelf]bool) {
 	return t
 }()
 
-// AppendQuote appends s as a JSON string (quotes included) to dst. Control characters are escaped, invalid UTF-8
-// becomes U+FFFD (as encoding/json does); '<', '>' and '&' are not HTML-escaped.
+// AppendQuote appends s as a JSON string (quotes included) to dst, as orjson and Python's json.dumps write it:
+// control characters escaped (\b, \f, \n, \r, \t short, others as \u00xx), invalid UTF-8 as \ufffd (as
+// encoding/json does), '<', '>', '&', U+2028 and U+2029 as they are. The host's writer (the module's
+// internal/jsonw, which a guest cannot import) follows the same policy; a test there holds the two equal.
 func AppendQuote(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
@@ -522,6 +524,10 @@ func AppendQuote(dst []byte, s string) []byte {
 			switch c {
 			case '"', '\\':
 				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
 			case '\n':
 				dst = append(dst, '\\', 'n')
 			case '\r':

@@ -71,6 +71,22 @@ impl Value {
         }
     }
 
+    /// The number as an integer, when it has no fractional part (3 and 3.0, not 3.5) and fits an i64.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Number(n) if n.fract() == 0.0 && n.abs() < 9.2e18 => Some(*n as i64),
+            _ => None,
+        }
+    }
+
+    /// The members of an object, in order.
+    pub fn as_object(&self) -> Option<&Vec<(String, Value)>> {
+        match self {
+            Value::Object(m) => Some(m),
+            _ => None,
+        }
+    }
+
     pub fn as_bool(&self) -> Option<bool> {
         match self {
             Value::Bool(b) => Some(*b),
@@ -493,6 +509,24 @@ impl ToolCall {
             .get(key)
             .and_then(Value::as_f64)
             .ok_or_else(|| Error::bad_input(format!("{}: argument \"{}\" must be a number", self.name, key)))
+    }
+    /// The integer argument `key` (a number without fractional part), or a `bad_input` error naming it.
+    pub fn int_arg(&self, key: &str) -> Result<i64, Error> {
+        self.arguments
+            .get(key)
+            .and_then(Value::as_i64)
+            .ok_or_else(|| Error::bad_input(format!("{}: argument \"{}\" must be an integer", self.name, key)))
+    }
+    /// The boolean argument `key`, or a `bad_input` error naming it.
+    pub fn bool_arg(&self, key: &str) -> Result<bool, Error> {
+        self.arguments
+            .get(key)
+            .and_then(Value::as_bool)
+            .ok_or_else(|| Error::bad_input(format!("{}: argument \"{}\" must be a boolean", self.name, key)))
+    }
+    /// The argument `key` as given, `None` when it is absent or null (optional arguments).
+    pub fn arg(&self, key: &str) -> Option<&Value> {
+        self.arguments.get(key).filter(|v| !v.is_null())
     }
 }
 

@@ -1,7 +1,7 @@
 // fault: a test plugin (AssemblyScript SDK) for plugins/examples TestSDKFaults: mode "log" logs through
 // agentrt_v1.log and returns "logged"; mode "trap" reads past an array (abort -> logged, then a trap).
 
-import { Manifest, Result, Tool, ToolCall, ToolSpec, log, register } from "../../../../sdk/assemblyscript/assembly/index";
+import { Manifest, Result, Tool, ToolCall, ToolSpec, log, register } from "agentrt/assembly/index";
 
 class Fault extends Tool {
   manifest(): Manifest {
@@ -20,4 +20,4 @@ class Fault extends Tool {
 
 register(new Fault());
 
-export * from "../../../../sdk/assemblyscript/assembly/exports";
+export * from "agentrt/assembly/exports";

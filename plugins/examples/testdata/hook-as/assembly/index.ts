@@ -1,6 +1,6 @@
 // hook: a test plugin (AssemblyScript SDK) for plugins/examples TestSDKHooks; same behaviour as ../../hook.c.
 
-import { Event, Hook, HookResponse, Manifest, Result, Value, register } from "../../../../sdk/assemblyscript/assembly/index";
+import { Event, Hook, HookResponse, Manifest, Result, Value, register } from "agentrt/assembly/index";
 
 class TestHook extends Hook {
   manifest(): Manifest {
@@ -31,4 +31,4 @@ class TestHook extends Hook {
 
 register(new TestHook());
 
-export * from "../../../../sdk/assemblyscript/assembly/exports";
+export * from "agentrt/assembly/exports";

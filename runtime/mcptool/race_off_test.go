@@ -1,0 +1,5 @@
+//go:build !race
+
+package mcptool
+
+const raceEnabled = false

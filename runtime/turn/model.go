@@ -1,0 +1,156 @@
+package turn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/family"
+	"github.com/agentrt/agentrt/sglang"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// Generator is what a model call needs from inference: one /generate call. *sglang.Client implements it; the key
+// (an episode's or a session's id) keeps a conversation's requests on one worker so its radix cache is reused.
+type Generator interface {
+	Generate(ctx context.Context, key string, req *sglang.GenerateRequest) (*sglang.GenerateResponse, error)
+}
+
+// Aborter is implemented by generators that can abort a request on the server (*sglang.Client): a call cancelled
+// mid-generation aborts its request there too.
+type Aborter interface {
+	AbortRequest(ctx context.Context, rid string) error
+}
+
+// Tokenizer encodes rendered prompts and decodes generated ids. *tito.Tokenizer implements it.
+type Tokenizer interface {
+	Encode(text string, addSpecialTokens bool) []int32
+	Decode(ids []int32, skipSpecialTokens bool) string
+}
+
+// Template renders prompts: the first in full, later ones as deltas. *tito.ChatTemplate implements it.
+type Template interface {
+	Render(msgs []tito.Message, o tito.RenderOptions) (string, error)
+	RenderDelta(history, msgs []tito.Message, o tito.RenderOptions) (string, error)
+}
+
+// Parser turns the text of one completion into tool calls, normal text and parse errors (plugins/ABI.md 5.1).
+type Parser interface {
+	Parse(ctx context.Context, text string) (abi.ParseResult, error)
+}
+
+// nextMessageStarter is a template whose model stops on the token that begins the next message (GLM-4.6/4.7
+// stop on <|observation|> or <|user|>): *tito.ChatTemplate.
+type nextMessageStarter interface {
+	StartsNextMessage(stop string) bool
+}
+
+// Model is one served model as both callers use it: the agent loop (runtime) and the front door
+// (runtime/frontdoor). Its zero-value fields are optional where noted; the value is read-only once built, and
+// safe for concurrent use when its components are.
+type Model struct {
+	Generator Generator
+	Tokenizer Tokenizer
+	Template  Template
+	Parser    Parser
+	// StopIDs end a turn: a response that ends with one has it trimmed before decoding and parsing.
+	StopIDs []int32
+	// ExtraStopIDs are sent to SGLang as stop_token_ids: the family's end-of-turn tokens that the model folder's
+	// EOS and generation_config.json lack (GLM's <|observation|>, Llama's <|eom_id|>, gpt-oss's <|call|>).
+	ExtraStopIDs []int32
+	// ContextWindow caps prompt + response tokens.
+	ContextWindow int
+	// Kwargs are the agent's chat_template_kwargs, given to every render.
+	Kwargs map[string]any
+	// Reasoning is how the family marks reasoning in the output (the front door splits it from the content).
+	Reasoning family.Reasoning
+	// CallIDs is the form of tool call ids the family's template accepts: an id the parser returns is kept when it
+	// has that form, else one is made (CallRequest.CallIDSeed).
+	CallIDs family.CallIDStyle
+	// Gate, if set, holds each call while it is closed (a pause for a weight update).
+	Gate *Gate
+}
+
+// Check reports a model that cannot serve calls.
+func (m *Model) Check() error {
+	if m.Generator == nil || m.Tokenizer == nil || m.Template == nil || m.Parser == nil {
+		return fmt.Errorf("turn: a model needs a generator, tokenizer, template and parser")
+	}
+	if m.ContextWindow <= 0 {
+		return fmt.Errorf("turn: context window must be > 0")
+	}
+	return nil
+}
+
+// RenderOptions are the options of every render of a conversation with tools, the first prompt's and each
+// delta's alike: a delta is the tail of the render of the whole conversation, and transformers renders that with
+// the tools (Hermes-3's template even iterates them unconditionally; Mistral's writes them before the last user
+// message).
+func (m *Model) RenderOptions(tools []json.RawMessage) tito.RenderOptions {
+	return tito.RenderOptions{AddGenerationPrompt: true, Kwargs: m.Kwargs, Tools: tools}
+}
+
+// Prompt renders a whole conversation (the first prompt) and tokenizes it.
+func (m *Model) Prompt(msgs []tito.Message, tools []json.RawMessage) ([]int32, error) {
+	text, err := m.Template.Render(msgs, m.RenderOptions(tools))
+	if err != nil {
+		return nil, err
+	}
+	return m.Tokenizer.Encode(text, false), nil
+}
+
+// DeltaText is what a conversation appends for msgs after history: the template's delta (tito's RenderDelta: the
+// full render's tail after the history's end of turn), less the stop token that the model generated when the
+// template writes that token as the start of the next message (GLM: it is in the trajectory already, as the
+// response's last token). lastStop is that token's id, -1 when the last turn ended on none (or it is unknown,
+// as to `agentrt template --delta`, which prints the delta whole).
+func (m *Model) DeltaText(history, msgs []tito.Message, o tito.RenderOptions, lastStop int32) (string, error) {
+	text, err := m.Template.RenderDelta(history, msgs, o)
+	if err != nil {
+		return "", err
+	}
+	return m.trimGeneratedStop(text, lastStop), nil
+}
+
+// Delta is DeltaText tokenized, with the options of RenderOptions(tools): the prompt tokens a later turn appends.
+func (m *Model) Delta(history, msgs []tito.Message, tools []json.RawMessage, lastStop int32) ([]int32, error) {
+	text, err := m.DeltaText(history, msgs, m.RenderOptions(tools), lastStop)
+	if err != nil {
+		return nil, err
+	}
+	return m.Tokenizer.Encode(text, false), nil
+}
+
+// trimGeneratedStop drops from a delta the stop token the model generated when the template writes it as the
+// start of the next message.
+func (m *Model) trimGeneratedStop(delta string, lastStop int32) string {
+	ns, ok := m.Template.(nextMessageStarter)
+	if !ok || lastStop < 0 {
+		return delta
+	}
+	stop := m.Tokenizer.Decode([]int32{lastStop}, false)
+	if ns.StartsNextMessage(stop) {
+		return strings.TrimPrefix(delta, stop)
+	}
+	return delta
+}
+
+// endStop returns the stop id that ends ids, or -1.
+func (m *Model) endStop(ids []int32) int32 {
+	if n := len(ids); n > 0 && slices.Contains(m.StopIDs, ids[n-1]) {
+		return ids[n-1]
+	}
+	return -1
+}
+
+// Decode is the text the parser sees: the generated ids decoded with special tokens kept, minus the final
+// end-of-turn token (the turn's terminator, not content).
+func (m *Model) Decode(ids []int32) string {
+	if m.endStop(ids) >= 0 {
+		ids = ids[:len(ids)-1]
+	}
+	return m.Tokenizer.Decode(ids, false)
+}
