@@ -346,6 +346,9 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		// a batch prefills in item order; wait here, before taking a running slot
 		select {
 		case <-it.after:
+			if j.aborted() { // both were ready and select chose at random: an abort while queued stays a waiting abort
+				return waitingAbort()
+			}
 		case <-j.abortCh:
 			return waitingAbort()
 		case <-ctx.Done():
@@ -362,6 +365,10 @@ func (s *Server) runItem(ctx context.Context, it *genItem, emit func(o *outcome,
 		select {
 		case s.sem <- struct{}{}:
 			s.queued.Add(-1)
+			if j.aborted() { // as above: the slot came free in the same instant as the abort
+				<-s.sem
+				return waitingAbort()
+			}
 		case <-j.abortCh:
 			s.queued.Add(-1)
 			return waitingAbort()

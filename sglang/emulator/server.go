@@ -278,6 +278,16 @@ type job struct {
 
 func (j *job) abort() { j.once.Do(func() { close(j.abortCh) }) }
 
+// aborted reports whether abort was called (without blocking).
+func (j *job) aborted() bool {
+	select {
+	case <-j.abortCh:
+		return true
+	default:
+		return false
+	}
+}
+
 func (s *Server) register(rid string) *job {
 	j := &job{rid: rid, abortCh: make(chan struct{})}
 	s.mu.Lock()
@@ -313,9 +323,23 @@ func (s *Server) unregister(j *job) {
 func (s *Server) abortAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, js := range s.jobs {
-		for _, j := range js {
-			j.abort()
+	s.abortLocked(func(string) bool { return true })
+}
+
+// abortLocked aborts every job whose rid matches (s.mu held), the waiting ones first, as SGLang's scheduler
+// does: a running job that stops frees its slot, and a waiting one aborted after that could take the slot
+// and finish as a running abort instead of "Abort in waiting queue".
+func (s *Server) abortLocked(match func(rid string) bool) {
+	for _, running := range []bool{false, true} {
+		for rid, js := range s.jobs {
+			if !match(rid) {
+				continue
+			}
+			for _, j := range js {
+				if j.running.Load() == running {
+					j.abort()
+				}
+			}
 		}
 	}
 }
@@ -473,20 +497,10 @@ func (s *Server) handleAbort(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	switch {
 	case req.AbortAll:
-		for _, js := range s.jobs {
-			for _, j := range js {
-				j.abort()
-			}
-		}
+		s.abortLocked(func(string) bool { return true })
 	case req.RID != "" && len(s.jobs[req.RID]) > 0:
 		// the tokenizer forwards only an exact in-flight rid; the scheduler then aborts every rid with that prefix
-		for rid, js := range s.jobs {
-			if strings.HasPrefix(rid, req.RID) {
-				for _, j := range js {
-					j.abort()
-				}
-			}
-		}
+		s.abortLocked(func(rid string) bool { return strings.HasPrefix(rid, req.RID) })
 	}
 	s.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
