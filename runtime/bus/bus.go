@@ -1,0 +1,322 @@
+package bus
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The streams, bucket and consumer the bus keeps (docs/scale-out.md).
+const (
+	// WorkStream holds one work item per sample until a node finishes it (work-queue retention).
+	WorkStream = "AGENTRT_WORK"
+	// ResultStream holds finished trajectories and each request's done marker, one message per subject.
+	ResultStream = "AGENTRT_RESULTS"
+	// RequestBucket is the key-value bucket of accepted requests.
+	RequestBucket = "agentrt_requests"
+	// workConsumer is the durable pull consumer every node claims samples from.
+	workConsumer = "nodes"
+
+	workPrefix   = "agentrt.work."
+	resultPrefix = "agentrt.result."
+)
+
+// Errors.
+var (
+	// ErrClosed is returned once the bus is closed.
+	ErrClosed = errors.New("bus: closed")
+)
+
+// Bus is one node's connection to the store: in embedded and cluster modes it also owns the server it embeds.
+// It is safe for concurrent use.
+type Bus struct {
+	cfg    Config
+	log    *slog.Logger
+	srv    *server.Server // nil in external mode
+	ownSrv bool           // Close shuts srv down
+	nc     *nats.Conn
+	js     jetstream.JetStream
+
+	work     jetstream.Consumer
+	results  jetstream.Stream
+	requests jetstream.KeyValue
+
+	mu           sync.Mutex
+	disconnected time.Time // zero while connected
+	closed       bool
+}
+
+// Open starts the embedded server (embedded and cluster modes) and connects to it, or connects to cfg.URL,
+// then makes sure the streams, the bucket and the work consumer exist. cfg must be valid (Config.Validate) and,
+// unless external, have Dir set. It waits for the cluster to elect its leaders up to ctx's end.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
+	if key, err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("bus: config: %s: %w", key, err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	var srv *server.Server
+	if cfg.Mode != ModeExternal {
+		var err error
+		if srv, err = startServer(cfg); err != nil {
+			return nil, err
+		}
+	}
+	return attach(ctx, cfg, log, srv, true)
+}
+
+// attach connects to srv in-process (nil: to cfg.URL) and sets the store up; own says whether Close shuts srv
+// down.
+func attach(ctx context.Context, cfg Config, log *slog.Logger, srv *server.Server, own bool) (*Bus, error) {
+	b := &Bus{cfg: cfg, log: log, srv: srv, ownSrv: own}
+	opts := []nats.Option{
+		nats.Name("agentrt"),
+		nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(*nats.Conn, error) { b.setDisconnected(true) }),
+		nats.ReconnectHandler(func(*nats.Conn) { b.setDisconnected(false) }),
+	}
+	var err error
+	if srv == nil {
+		b.nc, err = nats.Connect(cfg.URL, opts...)
+	} else {
+		b.nc, err = nats.Connect("", append(opts, nats.InProcessServer(srv))...)
+	}
+	if err != nil {
+		b.shutdownServer()
+		return nil, fmt.Errorf("bus: connect: %w", err)
+	}
+	if b.js, err = jetstream.New(b.nc); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("bus: %w", err)
+	}
+	if err := b.setup(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// startServer starts the embedded server and waits until it takes connections.
+func startServer(cfg Config) (*server.Server, error) {
+	if cfg.Dir == "" {
+		return nil, errors.New("bus: no store dir (bus.dir, or server.spool_dir)")
+	}
+	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
+		return nil, fmt.Errorf("bus: store dir: %w", err)
+	}
+	always, every, _ := cfg.syncInterval()
+	opts := &server.Options{
+		ServerName:         cfg.Name,
+		DontListen:         true, // clients connect in-process; peers through the route listener
+		JetStream:          true,
+		StoreDir:           filepath.Clean(cfg.Dir),
+		SyncAlways:         always,
+		SyncInterval:       every,
+		MaxPayload:         int32(cfg.MaxPayload),
+		NoSigs:             true,
+		NoLog:              true,
+		JetStreamMaxMemory: 64 << 20,
+	}
+	if cfg.Mode == ModeCluster {
+		host, port, _ := net.SplitHostPort(cfg.Listen)
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return nil, fmt.Errorf("bus: listen %q: %w", cfg.Listen, err)
+		}
+		opts.Cluster = server.ClusterOpts{Name: cfg.Cluster, Host: host, Port: p}
+		for _, r := range cfg.Routes {
+			u, err := url.Parse(r)
+			if err != nil {
+				return nil, fmt.Errorf("bus: route %q: %w", r, err)
+			}
+			opts.Routes = append(opts.Routes, u)
+		}
+	}
+	s, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("bus: start server: %w", err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(30 * time.Second) {
+		s.Shutdown()
+		return nil, errors.New("bus: the embedded server did not start within 30s")
+	}
+	return s, nil
+}
+
+// setup creates (or updates) the streams, the bucket and the work consumer, retrying while the cluster has
+// no leader yet.
+func (b *Bus) setup(ctx context.Context) error {
+	r := b.cfg.replicas()
+	work := jetstream.StreamConfig{
+		Name:       WorkStream,
+		Subjects:   []string{workPrefix + ">"},
+		Retention:  jetstream.WorkQueuePolicy,
+		Storage:    jetstream.FileStorage,
+		Replicas:   r,
+		Duplicates: b.cfg.DuplicateWindow,
+	}
+	results := jetstream.StreamConfig{
+		Name:     ResultStream,
+		Subjects: []string{resultPrefix + ">"},
+		Storage:  jetstream.FileStorage,
+		Replicas: r,
+		// A result's subject names its trajectory: a second result for one is refused (publishResult).
+		MaxMsgsPerSubject:    1,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
+		Duplicates:           b.cfg.DuplicateWindow,
+	}
+	consumer := jetstream.ConsumerConfig{
+		Durable:       workConsumer,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       b.cfg.AckWait,
+		MaxDeliver:    -1, // the bus counts deliveries itself, so the claim after the last one can fail the sample
+		MaxAckPending: b.cfg.MaxAckPending,
+		FilterSubject: workPrefix + ">",
+	}
+	return retry(ctx, func(ctx context.Context) error {
+		if _, err := b.js.CreateOrUpdateStream(ctx, work); err != nil {
+			return fmt.Errorf("stream %s: %w", WorkStream, err)
+		}
+		rs, err := b.js.CreateOrUpdateStream(ctx, results)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", ResultStream, err)
+		}
+		kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RequestBucket, Storage: jetstream.FileStorage, Replicas: r})
+		if err != nil {
+			return fmt.Errorf("bucket %s: %w", RequestBucket, err)
+		}
+		c, err := b.js.CreateOrUpdateConsumer(ctx, WorkStream, consumer)
+		if err != nil {
+			return fmt.Errorf("consumer %s: %w", workConsumer, err)
+		}
+		b.requests, b.work, b.results = kv, c, rs
+		return nil
+	})
+}
+
+// retry calls f until it succeeds or ctx ends (a cluster answers "no leader" for a while after it starts or
+// loses its leader). The error names what failed last.
+func retry(ctx context.Context, f func(ctx context.Context) error) error {
+	var last error
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := f(actx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bus: %w (gave up: %v)", last, context.Cause(ctx))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Bus) setDisconnected(d bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !d {
+		b.disconnected = time.Time{}
+	} else if b.disconnected.IsZero() {
+		b.disconnected = time.Now()
+	}
+}
+
+// disconnectedFor is how long the connection has been down (0 while connected).
+func (b *Bus) disconnectedFor() time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.disconnected.IsZero() {
+		if b.nc.IsClosed() {
+			return time.Duration(1<<63 - 1)
+		}
+		return 0
+	}
+	return time.Since(b.disconnected)
+}
+
+// ServerName is the embedded server's name ("" in external mode).
+func (b *Bus) ServerName() string {
+	if b.srv == nil {
+		return ""
+	}
+	return b.srv.Name()
+}
+
+// ClusterAddr is the embedded server's route listener ("" unless cluster mode), for peers' routes.
+func (b *Bus) ClusterAddr() string {
+	if b.srv == nil || b.cfg.Mode != ModeCluster {
+		return ""
+	}
+	if a := b.srv.ClusterAddr(); a != nil {
+		return a.String()
+	}
+	return ""
+}
+
+// Close closes the connection and shuts the embedded server down. Samples this node holds are redelivered to
+// other nodes once their claim ends (ack_wait).
+func (b *Bus) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	if b.nc != nil {
+		b.nc.Close()
+	}
+	b.shutdownServer()
+	return nil
+}
+
+func (b *Bus) shutdownServer() {
+	if b.srv != nil && b.ownSrv {
+		b.srv.Shutdown()
+		b.srv.WaitForShutdown()
+	}
+}
+
+// token makes an id (any string) one subject token: base64url without padding (no '.', '*', '>' or spaces).
+func token(id string) string { return base64.RawURLEncoding.EncodeToString([]byte(id)) }
+
+func workSubject(consumer string) string { return workPrefix + token(consumer) }
+
+func requestSubjects(consumer, request string) string {
+	return resultPrefix + token(consumer) + "." + token(request)
+}
+
+func resultSubject(consumer, request, trajectory string) string {
+	return requestSubjects(consumer, request) + ".t." + token(trajectory)
+}
+
+func doneSubject(consumer, request string) string {
+	return requestSubjects(consumer, request) + ".done"
+}
+
+// untoken reverses token.
+func untoken(t string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(t)
+	return string(b), err
+}
+
+func requestKey(consumer, request string) string { return token(consumer) + "." + token(request) }

@@ -1,0 +1,115 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Outbox is one trainer consumer's view of the result stream: its requests' results and done markers, in the
+// order they were stored, each until it is acked. It is a durable consumer kept by the cluster, so any node can
+// serve the trainer and a reconnect to another node resumes after the last ack.
+type Outbox struct {
+	b        *Bus
+	consumer string
+	c        jetstream.Consumer
+}
+
+// Delivered is one message of an outbox: a result, or (Done) the marker that every sample of Request has one.
+type Delivered struct {
+	Result
+	Done bool
+	m    jetstream.Msg
+}
+
+// Ack removes the message from the outbox; it is not offered again.
+func (d Delivered) Ack(ctx context.Context) error {
+	if err := d.m.DoubleAck(ctx); err != nil {
+		return fmt.Errorf("bus: ack: %w", err)
+	}
+	return nil
+}
+
+// Outbox opens (creating it on first use) the outbox of a trainer consumer.
+func (b *Bus) Outbox(ctx context.Context, consumer string) (*Outbox, error) {
+	if consumer == "" {
+		return nil, errors.New("bus: outbox: consumer is required")
+	}
+	cfg := jetstream.ConsumerConfig{
+		Durable:       "out_" + token(consumer),
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       b.cfg.AckWait,
+		FilterSubject: resultPrefix + token(consumer) + ".>",
+		MaxAckPending: b.cfg.MaxAckPending,
+	}
+	var c jetstream.Consumer
+	err := retry(ctx, func(ctx context.Context) (err error) {
+		c, err = b.js.CreateOrUpdateConsumer(ctx, ResultStream, cfg)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: outbox of %q: %w", consumer, err)
+	}
+	return &Outbox{b: b, consumer: consumer, c: c}, nil
+}
+
+// Next waits for the next message (one not acked within ack_wait is offered again) until ctx ends.
+func (o *Outbox) Next(ctx context.Context) (Delivered, error) {
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		m, err := o.c.Next(jetstream.FetchContext(pctx))
+		cancel()
+		if err == nil {
+			return o.decode(m)
+		}
+		switch {
+		case ctx.Err() != nil:
+			return Delivered{}, context.Cause(ctx)
+		case o.b.nc.IsClosed():
+			return Delivered{}, ErrClosed
+		case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout):
+		default:
+			// A leader change or a dropped connection: ask again shortly.
+			select {
+			case <-ctx.Done():
+				return Delivered{}, context.Cause(ctx)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func (o *Outbox) decode(m jetstream.Msg) (Delivered, error) {
+	// agentrt.result.<consumer>.<request>.t.<trajectory> or agentrt.result.<consumer>.<request>.done
+	parts := strings.Split(strings.TrimPrefix(m.Subject(), resultPrefix), ".")
+	if len(parts) < 3 {
+		_ = m.Term()
+		return Delivered{}, fmt.Errorf("bus: outbox: unexpected subject %q", m.Subject())
+	}
+	request, err := untoken(parts[1])
+	if err != nil {
+		_ = m.Term()
+		return Delivered{}, fmt.Errorf("bus: outbox: subject %q: %w", m.Subject(), err)
+	}
+	if parts[2] == "done" {
+		return Delivered{Result: Result{Sample: Sample{Consumer: o.consumer, Request: request}}, Done: true, m: m}, nil
+	}
+	return Delivered{Result: decodeResult(o.consumer, request, m.Headers(), m.Data()), m: m}, nil
+}
+
+// Forget removes an ended request: its results, its done marker and its record. Call it once the trainer has
+// acked the request's done marker; a later submit of the same id is then a new request.
+func (b *Bus) Forget(ctx context.Context, consumer, request string) error {
+	if err := b.results.Purge(ctx, jetstream.WithPurgeSubject(requestSubjects(consumer, request)+".>")); err != nil {
+		return fmt.Errorf("bus: forget %q: %w", request, err)
+	}
+	if err := b.requests.Purge(ctx, requestKey(consumer, request)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("bus: forget %q: %w", request, err)
+	}
+	return nil
+}
