@@ -121,7 +121,7 @@ func startServer(cfg Config) (*server.Server, error) {
 	always, every, _ := cfg.syncInterval()
 	opts := &server.Options{
 		ServerName:         cfg.Name,
-		DontListen:         true, // clients connect in-process; peers through the route listener
+		DontListen:         true, // clients connect in-process
 		JetStream:          true,
 		StoreDir:           filepath.Clean(cfg.Dir),
 		SyncAlways:         always,
@@ -137,7 +137,11 @@ func startServer(cfg Config) (*server.Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("bus: listen %q: %w", cfg.Listen, err)
 		}
-		opts.Cluster = server.ClusterOpts{Name: cfg.Cluster, Host: host, Port: p}
+		// NATS starts routing only after its client listener: in cluster mode it listens on a random loopback
+		// port (this node connects in-process; the port is not advertised to clients).
+		opts.DontListen = false
+		opts.Host, opts.Port = "127.0.0.1", server.RANDOM_PORT
+		opts.Cluster = server.ClusterOpts{Name: cfg.Cluster, Host: host, Port: p, NoAdvertise: true}
 		for _, r := range cfg.Routes {
 			u, err := url.Parse(r)
 			if err != nil {
