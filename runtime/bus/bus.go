@@ -218,8 +218,10 @@ func (b *Bus) setup(ctx context.Context) error {
 // loses its leader). The error names what failed last.
 func retry(ctx context.Context, f func(ctx context.Context) error) error {
 	var last error
-	for {
-		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	// Short attempts at first: when several nodes create the same stream at once, the requests that lose the
+	// race may get no answer, and the next attempt finds the stream made. Longer ones later, for a loaded box.
+	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
+		actx, cancel := context.WithTimeout(ctx, wait)
 		err := f(actx)
 		cancel()
 		if err == nil {

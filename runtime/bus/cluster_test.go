@@ -5,6 +5,7 @@ import (
 	"net"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agentrt/agentrt/internal/testutil"
 )
@@ -97,7 +98,9 @@ func TestClusterSurvivesANodeDeath(t *testing.T) {
 			name = "leader"
 		}
 		t.Run(name, func(t *testing.T) {
+			start := time.Now()
 			nodes := cluster(t)
+			t.Logf("cluster up after %s", time.Since(start))
 			leader := leaderOf(t, nodes, nodes[0], WorkStream)
 			victim := (leader + 1) % 3
 			if killLeader {
@@ -124,6 +127,7 @@ func TestClusterSurvivesANodeDeath(t *testing.T) {
 				lost = append(lost, e.Sample.TrajectoryID)
 			}
 			nodes[victim].Close()
+			t.Logf("node %s killed after %s", nodes[victim].ServerName(), time.Since(start))
 			close(release)
 
 			o, err := nodes[reader].Outbox(patienceCtx(t), "trainer")
@@ -147,6 +151,7 @@ func TestClusterSurvivesANodeDeath(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			t.Logf("16 results after %s", time.Since(start))
 			// The trainer reconnects to another node: the outbox resumes after the last ack.
 			o2, err := nodes[other].Outbox(patienceCtx(t), "trainer")
 			if err != nil {
@@ -159,6 +164,7 @@ func TestClusterSurvivesANodeDeath(t *testing.T) {
 				}
 				got[id] = r
 			}
+			t.Logf("request done after %s", time.Since(start))
 			checkAll(t, got, ss)
 			for _, id := range lost {
 				r := got[id]
