@@ -25,14 +25,16 @@ const (
 	websocket = "github.com/gorilla/websocket/..."
 	mcpSDK    = "github.com/modelcontextprotocol/go-sdk/..."
 	toml      = "github.com/BurntSushi/toml/..."
+	natsSrv   = "github.com/nats-io/nats-server/v2/..."
+	natsCli   = "github.com/nats-io/nats.go/..."
 )
 
 // loopMustNotReach is what the episode loop (runtime) and the model call (runtime/turn) never reach: no Wasm
 // host, storage, WebSocket, MCP or TOML library, no emulator, and none of the runtime packages that assemble,
 // serve or configure them.
-var loopMustNotReach = []string{wazero, bbolt, websocket, mcpSDK, toml, module + "/sglang/emulator/...",
+var loopMustNotReach = []string{wazero, bbolt, websocket, mcpSDK, toml, natsSrv, natsCli, module + "/sglang/emulator/...",
 	module + "/runtime/stream/...", module + "/runtime/plugin/...", module + "/runtime/config/...", module + "/runtime/system/...",
-	module + "/runtime/rollout/...", module + "/runtime/frontdoor/...", module + "/runtime/mcptool/...", module + "/runtime/envtool/..."}
+	module + "/runtime/rollout/...", module + "/runtime/frontdoor/...", module + "/runtime/mcptool/...", module + "/runtime/envtool/...", module + "/runtime/bus/..."}
 
 // rules maps a package pattern (a path, or a tree ending in "/...") to what it must never reach, directly or not:
 // a package path (that package only) or a tree ("/..."). Imports of test files do not count.
@@ -54,6 +56,10 @@ var rules = map[string][]string{
 	module + "/runtime/rollout/...": {module + "/runtime/system/...", module + "/runtime/config/...", module + "/runtime/frontdoor/..."},
 	// The hub resolver is a leaf: it knows the hub and its cache, not what a model folder holds.
 	module + "/runtime/hfhub/...": {module + "/tito/...", module + "/sglang/...", module + "/parsers/...", module + "/plugins/...", wazero, websocket, toml},
+	// The bus is a store: it moves opaque samples and trajectories, and knows neither the loop, the stream, nor what
+	// runs them.
+	module + "/runtime/bus/...": {module + "/runtime", module + "/runtime/turn/...", module + "/runtime/stream/...", module + "/runtime/rollout/...",
+		module + "/runtime/system/...", module + "/runtime/config/...", module + "/tito/...", module + "/sglang/...", wazero, bbolt, websocket, toml},
 	// The viewer reads trajectories (tito) and serves HTTP; it knows neither the loop, the stream nor SGLang.
 	module + "/runtime/viewer": {module + "/runtime/stream/...", module + "/runtime/plugin/...", module + "/sglang/...", wazero, websocket},
 }
@@ -153,6 +159,8 @@ var homes = map[string]string{
 	"go.etcd.io/bbolt":                    module + "/runtime/stream",
 	"github.com/prometheus/client_golang": module + "/runtime/metrics",
 	"github.com/schollz/progressbar":      module + "/cmd/agentrt",
+	"github.com/nats-io/nats-server/v2":   module + "/runtime/bus",
+	"github.com/nats-io/nats.go":          module + "/runtime/bus",
 }
 
 func TestEachLibraryHasOneHome(t *testing.T) {

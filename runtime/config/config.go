@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agentrt/agentrt/runtime/bus"
 	"github.com/agentrt/agentrt/runtime/envtool"
 	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
@@ -36,6 +37,9 @@ type Config struct {
 	Frontdoor frontdoor.Config `toml:"frontdoor"`
 	// Viewer configures the trajectory viewer that `agentrt serve` mounts at /view/ (docs/viewer.md).
 	Viewer viewer.Config `toml:"viewer"`
+	// Bus is the scale-out store on NATS JetStream (runtime/bus, docs/scale-out.md); bus.dir "" is
+	// <server.spool_dir>/bus.
+	Bus bus.Config `toml:"bus"`
 }
 
 // Server configures `agentrt serve`.
@@ -243,6 +247,7 @@ func DefaultConfig() Config {
 		Plugins:   Plugins{CacheDir: "~/.cache/agentrt/wazero"},
 		Frontdoor: frontdoor.DefaultConfig(),
 		Viewer:    viewer.DefaultConfig(),
+		Bus:       bus.DefaultConfig(),
 	}
 }
 
@@ -329,6 +334,9 @@ func (c *Config) Validate() error {
 	}
 	if key, err := c.Viewer.Validate(); err != nil {
 		return &FieldError{"viewer." + key, err.Error()}
+	}
+	if key, err := c.Bus.Validate(); err != nil {
+		return &FieldError{"bus." + key, err.Error()}
 	}
 	names := map[string]bool{}
 	services := map[string]*envtool.Config{} // an environment service's limits are shared by the entries naming it

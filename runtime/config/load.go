@@ -12,6 +12,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/agentrt/agentrt/runtime/bus"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/hfhub"
 	"github.com/agentrt/agentrt/runtime/viewer"
@@ -50,6 +51,7 @@ type shadow struct {
 	// Frontdoor is Config's [frontdoor].
 	Frontdoor frontdoor.Config `toml:"frontdoor"`
 	Viewer    viewer.Config    `toml:"viewer"`
+	Bus       bus.Config       `toml:"bus"`
 }
 
 // Load reads and validates the config file at path. Relative paths inside it are resolved against the file's
@@ -76,12 +78,12 @@ func Parse(path, src string) (cfg *Config, err error) {
 
 func parse(path, src string) (*Config, error) {
 	def := DefaultConfig()
-	sh := shadow{Server: def.Server, SGLang: def.SGLang, Emulator: def.Emulator, Plugins: def.Plugins, Frontdoor: def.Frontdoor, Viewer: def.Viewer}
+	sh := shadow{Server: def.Server, SGLang: def.SGLang, Emulator: def.Emulator, Plugins: def.Plugins, Frontdoor: def.Frontdoor, Viewer: def.Viewer, Bus: def.Bus}
 	md, err := toml.Decode(src, &sh)
 	if err != nil {
 		return nil, decodeError(path, src, err)
 	}
-	cfg := Config{Server: sh.Server, SGLang: sh.SGLang, Emulator: sh.Emulator, Plugins: sh.Plugins, Frontdoor: sh.Frontdoor, Viewer: sh.Viewer}
+	cfg := Config{Server: sh.Server, SGLang: sh.SGLang, Emulator: sh.Emulator, Plugins: sh.Plugins, Frontdoor: sh.Frontdoor, Viewer: sh.Viewer, Bus: sh.Bus}
 	if md.IsDefined("sglang", "gateway") && !md.IsDefined("sglang", "workers") {
 		// A gateway alone replaces the default in-process emulator (workers are then only admin targets).
 		cfg.SGLang.Workers = nil
@@ -106,6 +108,11 @@ func parse(path, src string) (*Config, error) {
 	markEntries(path, src, cfg.Agents)
 	base := filepath.Dir(path)
 	cfg.Server.SpoolDir = expandPath(base, cfg.Server.SpoolDir)
+	if cfg.Bus.Dir == "" {
+		cfg.Bus.Dir = filepath.Join(cfg.Server.SpoolDir, "bus")
+	} else {
+		cfg.Bus.Dir = expandPath(base, cfg.Bus.Dir)
+	}
 	cfg.Plugins.CacheDir = expandPath(base, cfg.Plugins.CacheDir)
 	cfg.Emulator.Script = expandPath(base, cfg.Emulator.Script)
 	cfg.Emulator.Log = expandPath(base, cfg.Emulator.Log)
@@ -153,7 +160,11 @@ func parse(path, src string) (*Config, error) {
 	if err := cfg.Validate(); err != nil {
 		var fe *FieldError
 		if errors.As(err, &fe) {
-			return nil, &Error{File: path, Line: lineOf(src, fe.Key), Key: fe.Key, Msg: fe.Msg}
+			line := lineOf(src, fe.Key)
+			if parent, _, ok := strings.Cut(fe.Key, "."); ok && line == 0 {
+				line = lineOf(src, parent) // a key that is missing: its table's header
+			}
+			return nil, &Error{File: path, Line: line, Key: fe.Key, Msg: fe.Msg}
 		}
 		return nil, &Error{File: path, Msg: err.Error()}
 	}

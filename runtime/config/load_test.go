@@ -88,6 +88,9 @@ func TestParseGood(t *testing.T) {
 	if cfg.Server.SpoolDir != "/etc/agentrt/spool" {
 		t.Errorf("relative path not resolved against the file: %q", cfg.Server.SpoolDir)
 	}
+	if cfg.Bus.Mode != "embedded" || cfg.Bus.Dir != "/etc/agentrt/spool/bus" {
+		t.Errorf("bus defaults: mode %q, dir %q; want embedded under the spool dir", cfg.Bus.Mode, cfg.Bus.Dir)
+	}
 	if a.Hooks[0].Config["max_tool_iters"] != int64(3) {
 		t.Errorf("hook config = %#v", a.Hooks[0].Config)
 	}
@@ -142,6 +145,11 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"bad session_ids", good + "\n[frontdoor]\nenabled = true\nsession_ids = \"anyone\"\n", strings.Count(good, "\n") + 4, "frontdoor.session_ids", "want caller or minted"},
 		{"frontdoor typo", good + "\n[frontdoor]\nidle_timout = \"1m\"\n", strings.Count(good, "\n") + 3, "frontdoor.idle_timout", `did you mean "frontdoor.idle_timeout"`},
 		{"viewer recent 0", good + "\n[viewer]\nrecent = 0\n", strings.Count(good, "\n") + 3, "viewer.recent", "must be >= 1"},
+		{"bus bad mode", good + "\n[bus]\nmode = \"mesh\"\n", strings.Count(good, "\n") + 3, "bus.mode", `"mesh" is not a mode`},
+		{"bus cluster without name", good + "\n[bus]\nmode = \"cluster\"\nlisten = \"127.0.0.1:6222\"\nroutes = [\"nats-route://127.0.0.1:6222\"]\n", strings.Count(good, "\n") + 2, "bus.name", "needs a server name"},
+		{"bus sync", good + "\n[bus]\nsync_interval = \"often\"\n", strings.Count(good, "\n") + 3, "bus.sync_interval", `want "always" or a positive duration`},
+		{"bus number as duration", good + "\n[bus]\nack_wait = 30\n", strings.Count(good, "\n") + 3, "bus.ack_wait", `want a duration such as "30s"`},
+		{"bus typo", good + "\n[bus]\nmax_delivr = 2\n", strings.Count(good, "\n") + 3, "bus.max_delivr", `did you mean "bus.max_deliver"`},
 		{"viewer typo", good + "\n[viewer]\nrecnt = 9\n", strings.Count(good, "\n") + 3, "viewer.recnt", `did you mean "viewer.recent"`},
 	}
 	for _, tt := range tests {
