@@ -25,6 +25,8 @@ const (
 	WorkStream = "AGENTRT_WORK"
 	// ResultStream holds finished trajectories and each request's done marker, one message per subject.
 	ResultStream = "AGENTRT_RESULTS"
+	// CountStream holds one counter per request: how many results were stored (or found stored).
+	CountStream = "AGENTRT_COUNTS"
 	// RequestBucket is the key-value bucket of accepted requests.
 	RequestBucket = "agentrt_requests"
 	// workConsumer is the durable pull consumer every node claims samples from.
@@ -32,6 +34,7 @@ const (
 
 	workPrefix   = "agentrt.work."
 	resultPrefix = "agentrt.result."
+	countPrefix  = "agentrt.count."
 )
 
 // Errors.
@@ -185,6 +188,13 @@ func (b *Bus) setup(ctx context.Context) error {
 		DiscardNewPerSubject: true,
 		Duplicates:           b.cfg.DuplicateWindow,
 	}
+	counts := jetstream.StreamConfig{
+		Name:            CountStream,
+		Subjects:        []string{countPrefix + ">"},
+		Storage:         jetstream.FileStorage,
+		Replicas:        r,
+		AllowMsgCounter: true,
+	}
 	consumer := jetstream.ConsumerConfig{
 		Durable:       workConsumer,
 		AckPolicy:     jetstream.AckExplicitPolicy,
@@ -200,6 +210,9 @@ func (b *Bus) setup(ctx context.Context) error {
 		rs, err := b.js.CreateOrUpdateStream(ctx, results)
 		if err != nil {
 			return fmt.Errorf("stream %s: %w", ResultStream, err)
+		}
+		if _, err := b.js.CreateOrUpdateStream(ctx, counts); err != nil {
+			return fmt.Errorf("stream %s: %w", CountStream, err)
 		}
 		kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RequestBucket, Storage: jetstream.FileStorage, Replicas: r})
 		if err != nil {
@@ -313,6 +326,10 @@ func requestSubjects(consumer, request string) string {
 
 func resultSubject(consumer, request, trajectory string) string {
 	return requestSubjects(consumer, request) + ".t." + token(trajectory)
+}
+
+func countSubject(consumer, request string) string {
+	return countPrefix + token(consumer) + "." + token(request)
 }
 
 func doneSubject(consumer, request string) string {

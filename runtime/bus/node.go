@@ -150,6 +150,10 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 	// A node that stored the result and died before its ack: the sample is done.
 	if _, err := b.results.GetLastMsgForSubject(bg, resultSubject(s.Consumer, s.Request, s.TrajectoryID)); err == nil {
 		n.observe(EventDuplicate, s, delivery, nil)
+		if err := b.closeIfDone(bg, s); err != nil {
+			n.observe(EventError, s, delivery, err)
+			return // not acked: the next claim counts it
+		}
 		_ = m.DoubleAck(bg)
 		return
 	}

@@ -102,10 +102,17 @@ func (o *Outbox) decode(m jetstream.Msg) (Delivered, error) {
 	return Delivered{Result: decodeResult(o.consumer, request, m.Headers(), m.Data()), m: m}, nil
 }
 
-// Forget removes an ended request: its results, its done marker and its record. Call it once the trainer has
+// Forget removes an ended request: its results, its done marker, its count and its record. Call it once the trainer has
 // acked the request's done marker; a later submit of the same id is then a new request.
 func (b *Bus) Forget(ctx context.Context, consumer, request string) error {
 	if err := b.results.Purge(ctx, jetstream.WithPurgeSubject(requestSubjects(consumer, request)+".>")); err != nil {
+		return fmt.Errorf("bus: forget %q: %w", request, err)
+	}
+	counts, err := b.js.Stream(ctx, CountStream)
+	if err == nil {
+		err = counts.Purge(ctx, jetstream.WithPurgeSubject(countSubject(consumer, request)))
+	}
+	if err != nil {
 		return fmt.Errorf("bus: forget %q: %w", request, err)
 	}
 	if err := b.requests.Purge(ctx, requestKey(consumer, request)); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {

@@ -229,9 +229,22 @@ func isSubjectFull(err error) bool {
 	return errors.As(err, &api) && api.ErrorCode == errCodeSubjectFull
 }
 
-// closeIfDone stores the request's done marker once every sample has a result. Nodes that store the last two
-// results at once may both see the request complete; the marker's subject takes one message, so one is stored.
+// closeIfDone counts a stored result and stores the request's done marker once every sample has one. The count
+// is a JetStream counter (one per request, O(1)): it is bumped after every store and every duplicate, so a node
+// that died between storing a result and counting it is made up for by the next claim of that sample (which finds
+// the result); it may count too many, never too few. Only when it reaches the request's samples are the results
+// counted exactly (one subject per trajectory). Nodes that store the last two results at once may both see the
+// request complete; the marker's subject takes one message, so one is stored.
 func (b *Bus) closeIfDone(ctx context.Context, s Sample) error {
+	m := nats.NewMsg(countSubject(s.Consumer, s.Request))
+	m.Header.Set(hdrIncr, "1")
+	ack, err := b.js.PublishMsg(ctx, m) // (a counter increment takes no expectation headers)
+	if err != nil {
+		return fmt.Errorf("bus: count the results of %q: %w", s.Request, err)
+	}
+	if n, err := strconv.Atoi(ack.Value); err != nil || n < s.Samples {
+		return nil
+	}
 	si, err := b.results.Info(ctx, jetstream.WithSubjectFilter(requestSubjects(s.Consumer, s.Request)+".t.*"))
 	if err != nil {
 		return fmt.Errorf("bus: count the results of %q: %w", s.Request, err)
@@ -239,13 +252,16 @@ func (b *Bus) closeIfDone(ctx context.Context, s Sample) error {
 	if len(si.State.Subjects) < s.Samples {
 		return nil
 	}
-	m := nats.NewMsg(doneSubject(s.Consumer, s.Request))
-	m.Header.Set(hdrStatus, "done")
-	if _, err := b.js.PublishMsg(ctx, m, jetstream.WithExpectStream(ResultStream)); err != nil && !isSubjectFull(err) {
+	done := nats.NewMsg(doneSubject(s.Consumer, s.Request))
+	done.Header.Set(hdrStatus, "done")
+	if _, err := b.js.PublishMsg(ctx, done, jetstream.WithExpectStream(ResultStream)); err != nil && !isSubjectFull(err) {
 		return fmt.Errorf("bus: close request %q: %w", s.Request, err)
 	}
 	return nil
 }
+
+// hdrIncr is JetStream's counter increment header.
+const hdrIncr = "Nats-Incr"
 
 // decodeResult reads a result message.
 func decodeResult(consumer, request string, h nats.Header, data []byte) Result {
