@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -363,4 +364,61 @@ func TestForgetAndRestart(t *testing.T) {
 		t.Fatalf("submit after Forget: %+v, want a new request", out)
 	}
 	checkAll(t, drain(t, o, "r", 3), ss)
+}
+
+// TestStoredButNotCountedCloses: a node that stored a result and died before it counted it or acked the work
+// item: the next claim finds the result, counts it and acks the item without running it, and the request closes.
+func TestStoredButNotCountedCloses(t *testing.T) {
+	b := openBus(t, testConfig(t))
+	ctx := patienceCtx(t)
+	req, ss := request("trainer", "r", 1, 2)
+	submit(t, b, req, ss)
+	// The result of sample 0 as the dead node stored it: in the stream, not counted.
+	m := nats.NewMsg(resultSubject("trainer", "r", ss[0].TrajectoryID))
+	m.Data = []byte(`{"by":"the dead node"}`)
+	m.Header.Set(hdrTrajectory, ss[0].TrajectoryID)
+	m.Header.Set(hdrStatus, StatusFinished)
+	if _, err := b.js.PublishMsg(ctx, m); err != nil {
+		t.Fatal(err)
+	}
+	ev := newEvents()
+	serve(t, b, Node{Slots: 2, Run: echo, Observe: ev.observe})
+	o, err := b.Outbox(ctx, "trainer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, o, "r", 2)
+	if r := got[ss[0].TrajectoryID]; string(r.Trajectory) != `{"by":"the dead node"}` {
+		t.Errorf("sample 0: %s, want the stored result", r.Trajectory)
+	}
+	if claimed := ev.of(EventClaimed); len(claimed) != 1 || claimed[0].Sample.TrajectoryID != ss[1].TrajectoryID {
+		t.Errorf("runs: %+v, want sample 1 only", claimed)
+	}
+}
+
+// TestForgottenRequestTakesNoLateResult: a node that stalled through a whole request, which the trainer then
+// finished and forgot, stores nothing when it finally ends.
+func TestForgottenRequestTakesNoLateResult(t *testing.T) {
+	b := openBus(t, testConfig(t))
+	ctx := patienceCtx(t)
+	req, ss := request("trainer", "r", 1, 1)
+	submit(t, b, req, ss)
+	release := make(chan struct{})
+	evA := newEvents()
+	serve(t, peer(t, b), Node{Slots: 1, Run: blocking(release), Observe: evA.observe, noHeartbeat: true})
+	evA.waitFor(t, EventClaimed, 1)
+	serve(t, b, Node{Slots: 1, Run: echo})
+	o, err := b.Outbox(ctx, "trainer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, o, "r", 1)
+	if err := b.Forget(ctx, "trainer", "r"); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	evA.waitFor(t, EventDropped, 1)
+	if n := storedResults(t, b, "trainer", "r"); n != 0 {
+		t.Errorf("%d messages stored for the forgotten request", n)
+	}
 }

@@ -51,6 +51,7 @@ const (
 	EventFailed    = "failed"    // a failed result was stored (claims ran out, or Run failed)
 	EventFenced    = "fenced"    // the run was aborted: the connection was down longer than a claim lasts
 	EventReleased  = "released"  // the node stopped before the run ended: the sample goes back (nak)
+	EventDropped   = "dropped"   // the request is gone (forgotten): the sample is acked without a result
 	EventError     = "error"     // storing or acking failed (the sample is redelivered)
 )
 
@@ -157,6 +158,9 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		_ = m.DoubleAck(bg)
 		return
 	}
+	if !b.requestOpen(bg, n, m, s, delivery) {
+		return
+	}
 	if delivery > b.cfg.MaxDeliver {
 		msg := fmt.Sprintf("claimed %d times (bus.max_deliver = %d) and never finished: the nodes running it died or lost their connection to the bus",
 			delivery-1, b.cfg.MaxDeliver)
@@ -187,6 +191,10 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		b.fail(bg, n, m, s, delivery, ReasonRunner, runErr.Error())
 		return
 	}
+	// A request forgotten while this sample ran (its node stalled past the whole request) takes no result.
+	if !b.requestOpen(bg, n, m, s, delivery) {
+		return
+	}
 	dup, err := b.publishResult(bg, Result{Sample: s, Status: StatusFinished, Node: b.ServerName(), Delivery: delivery, Trajectory: traj})
 	if err != nil {
 		n.observe(EventError, s, delivery, err)
@@ -201,6 +209,22 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		// Stored but not acked: the next claim finds the result and acks it.
 		n.observe(EventError, s, delivery, fmt.Errorf("bus: ack %q: %w", s.TrajectoryID, err))
 	}
+}
+
+// requestOpen reports whether the sample's request is still kept; when it is not (Forget removed it), the work
+// item is acked and dropped. On an error reading it, the sample is left to be claimed again.
+func (b *Bus) requestOpen(ctx context.Context, n Node, m jetstream.Msg, s Sample, delivery int) bool {
+	_, found, err := b.Request(ctx, s.Consumer, s.Request)
+	switch {
+	case err != nil:
+		n.observe(EventError, s, delivery, err)
+		return false
+	case !found:
+		n.observe(EventDropped, s, delivery, nil)
+		_ = m.DoubleAck(ctx)
+		return false
+	}
+	return true
 }
 
 // fail stores a failed result for a sample that will not run, and acks its work item.
