@@ -15,5 +15,5 @@
 //     late stores nothing; the request's done marker follows its last result. Outbox reads a trainer
 //     consumer's results in order, each until it is acked, from any node.
 //
-// It is the only importer of nats-server and nats.go. Bus is safe for concurrent use.
+// It is the only importer of nats-server and nats.go. Bus is safe for concurrent use. Read Example first.
 package bus
