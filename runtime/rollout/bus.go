@@ -1,0 +1,98 @@
+package rollout
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/agentrt/agentrt/runtime/bus"
+	"github.com/agentrt/agentrt/runtime/stream"
+)
+
+// The bus binding: how a rollout request becomes the bus's work items, and how a node runs one (docs/scale-out.md).
+// `agentrt serve` does not use it yet; it runs requests through Service.Run and the stream's spool.
+
+// sampleBody is what a work item carries: enough for any node to run the sample.
+type sampleBody struct {
+	Agent    string          `json:"agent,omitempty"`
+	Item     stream.Item     `json:"item"`
+	Sampling json.RawMessage `json:"sampling,omitempty"`
+}
+
+// requestBody is what the bus keeps of an accepted request: the journal entry a restart or another node needs.
+type requestBody struct {
+	Agent    string          `json:"agent,omitempty"`
+	Items    []stream.Item   `json:"items"`
+	Sampling json.RawMessage `json:"sampling,omitempty"`
+}
+
+// BusSamples makes the bus record of a request and one work item per sample, with the ids Service.Run gives
+// them: group request/item, trajectory request/item/index.
+func BusSamples(req stream.RolloutRequest) (bus.Request, []bus.Sample, error) {
+	n := req.Samples()
+	body, err := json.Marshal(requestBody{Agent: req.Agent, Items: req.Items, Sampling: req.Sampling})
+	if err != nil {
+		return bus.Request{}, nil, fmt.Errorf("rollout: request %s: %w", req.ID, err)
+	}
+	r := bus.Request{Consumer: req.Consumer, ID: req.ID, Samples: n, Body: body}
+	var out []bus.Sample
+	for _, it := range req.Items {
+		sb, err := json.Marshal(sampleBody{Agent: req.Agent, Item: it, Sampling: req.Sampling})
+		if err != nil {
+			return bus.Request{}, nil, fmt.Errorf("rollout: request %s: item %q: %w", req.ID, it.ID, err)
+		}
+		for k := range max(it.N, 1) {
+			out = append(out, bus.Sample{Consumer: req.Consumer, Request: req.ID, ItemID: it.ID, Index: k,
+				GroupID: req.ID + "/" + it.ID, TrajectoryID: fmt.Sprintf("%s/%s/%d", req.ID, it.ID, k), Samples: n, Body: sb})
+		}
+	}
+	return r, out, nil
+}
+
+var _ bus.RunFunc = (*Service)(nil).RunSample
+
+// RunSample implements bus.RunFunc: it runs one sample of a work item made by BusSamples with the service's
+// agents, in one of its fair slots, and returns the trajectory. A later delivery runs the sample from the start
+// under the same trajectory id. An error (an unknown agent, a bad item) makes the bus store a failed result.
+func (s *Service) RunSample(ctx context.Context, smp bus.Sample, delivery int) (json.RawMessage, error) {
+	var body sampleBody
+	if err := json.Unmarshal(smp.Body, &body); err != nil {
+		return nil, fmt.Errorf("rollout: work item %s: %w", smp.TrajectoryID, err)
+	}
+	d, err := s.decode(stream.RolloutRequest{ID: smp.Request, Consumer: smp.Consumer, Agent: body.Agent, Items: []stream.Item{body.Item}, Sampling: body.Sampling})
+	if err != nil {
+		return nil, err
+	}
+	it := d.items[0]
+	eps := it.Episodes(smp.Request + "/")
+	if smp.Index < 0 || smp.Index >= len(eps) {
+		return nil, fmt.Errorf("rollout: work item %s: sample %d of an item with %d", smp.TrajectoryID, smp.Index, len(eps))
+	}
+	ep := eps[smp.Index]
+	ep.ID = smp.TrajectoryID
+	w := s.slots.enqueue(smp.Consumer)
+	if s.obs != nil {
+		s.obs.EpisodeQueued(1)
+	}
+	err = s.slots.wait(ctx, w)
+	if s.obs != nil {
+		s.obs.EpisodeQueued(-1)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.inFlight.Add(1)
+	defer func() { s.slots.release(smp.Consumer); s.inFlight.Add(-1) }()
+	t := d.agent.Run(ctx, ep)
+	if s.obs != nil {
+		s.obs.EpisodeFinished(t)
+	}
+	if s.watch != nil {
+		s.watch.observe(smp.Consumer, smp.Request, t)
+	}
+	b, err := t.AppendJSON(nil)
+	if err != nil {
+		return nil, fmt.Errorf("rollout: episode %s: %w", ep.ID, err)
+	}
+	return b, nil
+}
