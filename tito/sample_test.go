@@ -116,9 +116,9 @@ func TestOneChainWireUnchanged(t *testing.T) {
 
 func TestValidateSamplesViolations(t *testing.T) {
 	tests := []struct {
-		name  string
+		name   string
 		break_ func(*Trajectory)
-		want  string
+		want   string
 	}{
 		{"index", func(tr *Trajectory) { tr.Samples[1].Index = 5 }, "has index 5"},
 		{"first turn", func(tr *Trajectory) { tr.Origin.FirstTurn = 9 }, "first_turn 9"},
