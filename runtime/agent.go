@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,6 +90,25 @@ type Settings struct {
 	PartialRollout string
 	// MaskOffPolicy sets loss_mask 0 on response tokens of an older weight version than the trajectory's last.
 	MaskOffPolicy bool
+	// Context is what the loop does when the context passes a threshold (ContextPolicy; the zero value: nothing).
+	Context ContextPolicy
+}
+
+// The context policies (ContextPolicy.Policy).
+const (
+	ContextNone     = "none"
+	ContextKeepLast = "keep_last"
+)
+
+// ContextPolicy is an agent's [agent.context]: with Policy ContextKeepLast, when the current sample's tokens pass
+// MaxTokens before a model call, the conversation is replaced by the episode's first messages (the system prompt and
+// the item's messages) and its last KeepTurns turns (an assistant message and the messages after it, up to the next
+// assistant message), and a new sample of the episode begins whose prompt is the chat template's full render of it
+// (tito.Trajectory.NewSample).
+type ContextPolicy struct {
+	Policy    string
+	MaxTokens int
+	KeepTurns int
 }
 
 // Deps are the built components an Agent runs with; runtime/system constructs them.
@@ -129,6 +149,19 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	}
 	if cfg.Sampling.MaxNewTokens <= 0 {
 		return nil, fmt.Errorf("runtime: agent %q: sampling.max_new_tokens must be > 0", cfg.Name)
+	}
+	switch c := cfg.Context; c.Policy {
+	case "", ContextNone:
+	case ContextKeepLast:
+		if c.MaxTokens <= 0 || c.KeepTurns < 1 {
+			return nil, fmt.Errorf("runtime: agent %q: context policy %q needs max_tokens > 0 and keep_turns >= 1", cfg.Name, c.Policy)
+		}
+		if c.MaxTokens+cfg.Sampling.MaxNewTokens > d.Model.ContextWindow {
+			return nil, fmt.Errorf("runtime: agent %q: context.max_tokens %d + sampling.max_new_tokens %d is past the %d-token context window: a turn at the threshold would have no room for its reply",
+				cfg.Name, c.MaxTokens, cfg.Sampling.MaxNewTokens, d.Model.ContextWindow)
+		}
+	default:
+		return nil, fmt.Errorf("runtime: agent %q: %q is not a context policy", cfg.Name, c.Policy)
 	}
 	a := &Agent{cfg: cfg, d: d, m: d.Model, toolByFn: map[string]*ToolBinding{}, log: d.Logger}
 	if a.log == nil {
@@ -241,10 +274,19 @@ type sharedPrompt struct {
 
 // episode is the state of one running episode.
 type episode struct {
-	a        *Agent
-	ep       Episode
-	traj     *tito.Trajectory
-	msgs     []tito.Message
+	a    *Agent
+	ep   Episode
+	traj *tito.Trajectory
+	msgs []tito.Message
+	// views are msgs as a full render shows them (a compaction renders them): an assistant message's content is the
+	// text outside its tool calls, which the template writes from tool_calls (msgs keeps the text as generated).
+	views []tito.Message
+	// head is the number of the episode's first messages (system prompt and the item's): a compaction keeps them.
+	head int
+	// doneResponse counts the response tokens (after the first prompt) of the samples finished before the current
+	// one: the response budget is the episode's.
+	doneResponse int
+	compactions  int
 	sampling turn.Sampling
 	// budget is the episode-wide response budget (0: none): tokens after the first prompt.
 	budget    int
@@ -312,6 +354,8 @@ func (e *episode) loop(ctx context.Context) {
 		e.msgs = append(e.msgs, tito.Message{Role: "system", Content: a.cfg.SystemPrompt})
 	}
 	e.msgs = append(e.msgs, e.ep.Messages...)
+	e.views = slices.Clone(e.msgs)
+	e.head = len(e.msgs)
 	e.countMessages()
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeInvocation, Messages: hookMessages(e.msgs)}); stop {
 		return
@@ -360,11 +404,65 @@ func (e *episode) loop(ctx context.Context) {
 			e.finish(StatusTruncated, ReasonResponseBudget, fmt.Sprintf("the response reached %d tokens with the tool results, the budget is %d", e.responseLen(), e.budget))
 			return
 		}
+		if !e.compact(ctx) {
+			return
+		}
 	}
 }
 
-// responseLen is the episode's response so far: every token after the first prompt.
-func (e *episode) responseLen() int { return e.traj.Len() - e.traj.PromptLength() }
+// compact applies the agent's context policy before the next model call: when the current sample has passed the
+// threshold, the conversation becomes the episode's first messages and the last keep_turns turns (as a full render
+// shows them: e.views), the chain so far becomes a finished sample (its unsent tool results dropped: they are in
+// the kept turns), and the new sample's prompt is the template's full render of the new conversation. Nothing
+// happens when the conversation has no more than keep_turns turns to drop from. It reports false when the episode
+// ended (the new prompt could not be rendered, or does not fit the context window).
+func (e *episode) compact(ctx context.Context) bool {
+	cp := e.a.cfg.Context
+	if cp.Policy != ContextKeepLast || e.traj.Len() <= cp.MaxTokens {
+		return true
+	}
+	var starts []int // where each turn after the first messages begins
+	for i := e.head; i < len(e.views); i++ {
+		if e.views[i].Role == tito.RoleAssistant {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) <= cp.KeepTurns {
+		return true
+	}
+	msgs := slices.Concat(e.views[:e.head], e.views[starts[len(starts)-cp.KeepTurns]:])
+	ids, err := e.a.m.Prompt(msgs, e.a.toolSpecs)
+	if err != nil {
+		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering the compacted conversation: %v", err))
+		return false
+	}
+	if len(ids) >= e.a.m.ContextWindow {
+		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the compacted conversation (the first messages and the last %d turns) is %d tokens, past the %d-token context window", cp.KeepTurns, len(ids), e.a.m.ContextWindow))
+		return false
+	}
+	old, err := json.Marshal(e.msgs)
+	if err != nil {
+		e.finish(StatusFailed, ReasonRuntimeError, fmt.Sprintf("recording the sample's messages: %v", err))
+		return false
+	}
+	e.traj.DropPending()
+	done := e.responseLen()
+	if err := e.traj.NewSample(tito.SampleCompaction, old); err != nil {
+		e.finish(StatusFailed, ReasonInvariant, err.Error())
+		return false
+	}
+	e.doneResponse = done
+	e.traj.Origin.PromptMessages = len(msgs)
+	e.msgs, e.views = msgs, slices.Clone(msgs)
+	e.lastStop = -1 // the new prompt is a full render: no generated stop to trim from a delta
+	e.countMessages()
+	e.compactions++
+	e.emit(Event{Kind: EventSample, Turn: e.counts.ModelCalls, PromptTokens: len(ids), Sample: e.traj.Origin.Index})
+	return e.appendPrompt(ids)
+}
+
+// responseLen is the episode's response so far: every token after the first prompt, of every sample.
+func (e *episode) responseLen() int { return e.doneResponse + e.traj.Len() - e.traj.PromptLength() }
 
 // budgetLeft is what the response budget still allows (math.MaxInt without a budget).
 func (e *episode) budgetLeft() int {
@@ -577,7 +675,9 @@ func (e *episode) handleResponse(ctx context.Context, r *turn.Result) ([]*call, 
 		e.addMessageQuiet(msg)
 		return nil, false
 	}
-	if e.addMessage(ctx, msg) {
+	stop := e.addMessage(ctx, msg)
+	e.viewAssistant(r)
+	if stop {
 		return nil, false
 	}
 	if len(calls) == 0 {
@@ -802,7 +902,19 @@ func (e *episode) addMessage(ctx context.Context, m tito.Message) bool {
 
 func (e *episode) addMessageQuiet(m tito.Message) {
 	e.msgs = append(e.msgs, m)
+	e.views = append(e.views, m)
 	e.countMessages()
+}
+
+// viewAssistant records how a full render shows the assistant message just added: the text outside its tool
+// calls (the template writes the calls from tool_calls; the text as generated would write each call twice). A
+// reply with malformed calls keeps its text as generated: the error results answer calls that only the text has.
+func (e *episode) viewAssistant(r *turn.Result) {
+	if len(r.Calls) == 0 || len(r.ParseErrors) > 0 {
+		return
+	}
+	v := &e.views[len(e.views)-1]
+	v.Content = r.NormalText
 }
 
 // countMessages counts the conversation without its system prompt (plugins/ABI.md, Counts).
@@ -857,6 +969,11 @@ func (e *episode) end(ctx context.Context) {
 	if t.Status == "" { // the loop returned without deciding: a bug, never silently "completed"
 		e.finish(StatusFailed, ReasonRuntimeError, "episode ended without a status")
 	}
+	msgs, _ := json.Marshal(e.msgs)
+	if t.Turns() == 0 && t.MultiSample() {
+		// A sample that ended before its first response is no sample: the episode ends on the one before it.
+		msgs = t.DiscardEmptySample()
+	}
 	if t.Turns() > 0 {
 		// Prompt tokens appended after the last response were never sent: the trajectory ends on that response
 		// (docs/design.md invariant 1: final trajectory = last input_ids + last output_ids).
@@ -887,8 +1004,14 @@ func (e *episode) end(ctx context.Context) {
 			et.EndEpisode(e.ep.ID)
 		}
 	}
-	msgs, _ := json.Marshal(e.msgs)
 	t.Messages = msgs
+	if t.MultiSample() {
+		t.Tools = e.a.toolSpecs
+		t.SetMetric("samples", float64(t.SampleCount()))
+	}
+	if e.compactions > 0 {
+		t.SetMetric("context.compactions", float64(e.compactions))
+	}
 	for i, hb := range e.a.d.Hooks {
 		if hb.Hook.Subscribed(abi.EventAfterInvocation) {
 			ev := &abi.Event{Event: abi.EventAfterInvocation, EpisodeID: e.ep.ID, Turn: e.counts.ModelCalls,

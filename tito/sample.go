@@ -185,3 +185,19 @@ func (t *Trajectory) decodeSamples(raw json.RawMessage) error {
 	t.Origin = last.SampleOrigin
 	return nil
 }
+
+// DiscardEmptySample ends a multi-sample episode on its previous sample when the current one has no response (the
+// episode ended between a compaction and the new sample's first reply): that sample becomes the trajectory's own
+// chain again, and its messages are returned (the caller's conversation was the discarded sample's). It returns
+// nil and changes nothing when the current sample has a response or is the only one.
+func (t *Trajectory) DiscardEmptySample() json.RawMessage {
+	if t.turns > 0 || len(t.Samples) == 0 {
+		return nil
+	}
+	s := t.Samples[len(t.Samples)-1]
+	t.Samples = t.Samples[:len(t.Samples)-1]
+	t.TokenIDs, t.LossMask, t.Logprobs, t.WeightVersions, t.Segments = s.TokenIDs, s.LossMask, s.Logprobs, s.WeightVersions, s.Segments
+	t.Origin = s.SampleOrigin
+	t.restoreState()
+	return s.Messages
+}

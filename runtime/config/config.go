@@ -124,11 +124,34 @@ type Agent struct {
 	PartialRollout string `toml:"partial_rollout"`
 	// MaskOffPolicy sets loss_mask 0 on response tokens of an older weight version than the trajectory's last
 	// (slime's --mask-offpolicy-in-partial-rollout); the trajectory says so with offpolicy_masked.
-	MaskOffPolicy bool     `toml:"mask_offpolicy"`
-	Tools         []Plugin `toml:"tools"`
-	Hooks         []Plugin `toml:"hooks"`
-	Reward        *Plugin  `toml:"reward"`
+	MaskOffPolicy bool `toml:"mask_offpolicy"`
+	// Context is [agent.context]: what the loop does when an episode's context passes a threshold.
+	Context Context  `toml:"context"`
+	Tools   []Plugin `toml:"tools"`
+	Hooks   []Plugin `toml:"hooks"`
+	Reward  *Plugin  `toml:"reward"`
 }
+
+// Context is an agent's [agent.context] table. With Policy "keep_last", when the episode's context (the current
+// sample's tokens, the pending tool results included) passes MaxTokens before a model call, the conversation is
+// replaced by its first prompt's messages (the system prompt and the item's messages) and its last KeepTurns turns
+// (an assistant message and the messages after it), and a new sample of the episode begins, its prompt the chat
+// template's full render of that conversation (docs/PROTOCOL.md section 7).
+type Context struct {
+	// Policy is "" or "none" (the default: an episode is one chain and ends truncated/context_window when it fills
+	// the window) or "keep_last".
+	Policy string `toml:"policy"`
+	// MaxTokens is the threshold in tokens; it must leave room for a reply in the context window.
+	MaxTokens int `toml:"max_tokens"`
+	// KeepTurns is how many of the latest turns a compaction keeps (>= 1).
+	KeepTurns int `toml:"keep_turns"`
+}
+
+// The [agent.context] policies.
+const (
+	ContextNone     = "none"
+	ContextKeepLast = "keep_last"
+)
 
 // Plugin is a [[agent.tools]], [[agent.hooks]] or [agent.reward] entry: a plugin (a built-in such as
 // "builtin:calculator", or a .wasm file) and its settings, or a command, MCP or environment tool.
@@ -281,6 +304,34 @@ const (
 	PartialResume = "resume"
 )
 
+// validateContext checks [agent.context].
+func (a *Agent) validateContext() error {
+	c := a.Context
+	switch c.Policy {
+	case "", ContextNone:
+		if c.MaxTokens != 0 || c.KeepTurns != 0 {
+			return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: max_tokens and keep_turns need a policy (\"keep_last\")", a.Name)}
+		}
+		return nil
+	case ContextKeepLast:
+	default:
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: %q is not a policy (use \"none\" or \"keep_last\")", a.Name, c.Policy)}
+	}
+	if c.MaxTokens <= 0 {
+		return &FieldError{"agent.context.max_tokens", fmt.Sprintf("agent %q: must be > 0 with policy %q", a.Name, c.Policy)}
+	}
+	if a.ContextWindow > 0 && c.MaxTokens+a.Sampling.MaxNewTokens > a.ContextWindow {
+		return &FieldError{"agent.context.max_tokens", fmt.Sprintf("agent %q: max_tokens %d + sampling.max_new_tokens %d is past the %d-token context_window: a turn at the threshold would have no room for its reply", a.Name, c.MaxTokens, a.Sampling.MaxNewTokens, a.ContextWindow)}
+	}
+	if c.KeepTurns < 1 {
+		return &FieldError{"agent.context.keep_turns", fmt.Sprintf("agent %q: must be >= 1 with policy %q", a.Name, c.Policy)}
+	}
+	if a.MaskOffPolicy {
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: mask_offpolicy is not supported with a context policy yet (it masks one chain)", a.Name)}
+	}
+	return nil
+}
+
 // FieldError is a validation error tied to a config key, so the loader can name the file and line.
 type FieldError struct {
 	Key string // dotted key, e.g. "agent.sampling.max_new_tokens" (array tables without indices)
@@ -378,6 +429,9 @@ func (c *Config) Validate() error {
 		}
 		if a.MaxResponseTokens < 0 {
 			return &FieldError{"agent.max_response_tokens", fmt.Sprintf("agent %q: must be >= 0 (0: no budget)", a.Name)}
+		}
+		if err := a.validateContext(); err != nil {
+			return err
 		}
 		rewards := 0
 		for _, p := range a.Tools {
