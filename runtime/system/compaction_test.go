@@ -1,0 +1,205 @@
+package system_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/agentrt/agentrt/runtime"
+	"github.com/agentrt/agentrt/runtime/config"
+	"github.com/agentrt/agentrt/sglang/emulator"
+	"github.com/agentrt/agentrt/tito"
+)
+
+// longScript is a scripted task of n turns for Qwen3 with thinking: each reply thinks, says its [turn:N] (so the
+// emulator's script goes on after the agent drops old turns) and calls the calculator, the last one answers.
+func longScript(t *testing.T, key string, n int) *emulator.Script {
+	t.Helper()
+	words := strings.Fields("the agent reads the long task again and plans its next step with care before it calls the tool")
+	replies := make([]string, n)
+	for i := range n - 1 {
+		think := strings.Repeat(strings.Join(words, " ")+", then ", 4) + strings.Join(words[:8+i%(len(words)-8)], " ")
+		replies[i] = fmt.Sprintf("<think>\nStep %d: %s.\n</think>\n\n[turn:%d] Working on part %d of the task.\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"%d*7+%d\"}}\n</tool_call>", i, think, i, i, i+2, i)
+	}
+	replies[n-1] = fmt.Sprintf("<think>\nAll parts are done.\n</think>\n\n[turn:%d] The answer is 42.", n-1)
+	line, err := json.Marshal(map[string]any{"key": key, "replies": replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := emulator.ParseScript(bytes.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc
+}
+
+// compactingAgent is a Qwen3 thinking agent with a 4k context window that keeps the last keep turns once its
+// context passes maxTokens.
+func compactingAgent(maxTokens, keep int) config.Agent {
+	ac := defaultAgent()
+	ac.ContextWindow = 4096
+	ac.ChatTemplateKwargs = map[string]any{"enable_thinking": true}
+	ac.Sampling.MaxNewTokens = 512
+	ac.Hooks = []config.Plugin{{Plugin: "builtin:limiter", Config: map[string]any{"max_tool_iters": 200, "max_tool_calls": 400, "max_messages": 1000}}}
+	ac.Context = config.Context{Policy: config.ContextKeepLast, MaxTokens: maxTokens, KeepTurns: keep}
+	return ac
+}
+
+// TestCompactionLongEpisode: an agent whose context window is 4k tokens completes a 60-turn task through
+// keep_last compaction. The episode is one trajectory of several samples sharing its id and reward; every sample
+// is a prefix chain that the emulator's log proves token-exact (checkSamples), no sample passes the window, and
+// each later sample's first prompt is the template's full render of the messages it records.
+func TestCompactionLongEpisode(t *testing.T) {
+	const turns = 60
+	sc := longScript(t, "long", turns)
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	ac := compactingAgent(3000, 3)
+	h := newHarnessWith(t, ec, ac, fastRetry(), nil, emulator.WithScript(sc))
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "lh", ItemID: "lh", GroupID: "lh",
+		Messages: []tito.Message{{Role: "user", Content: "[script:long] Work through all sixty parts of the task."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if got := tr.Metrics["turns"]; got != turns {
+		t.Fatalf("%v model calls, want %d", got, turns)
+	}
+	for _, s := range tr.AllSamples() {
+		t.Logf("sample %d: %d tokens, %d turns from %d, prompt %d tokens", s.Index, len(s.TokenIDs), len(s.Segments)/2, s.FirstTurn, s.Segments[0].Length)
+	}
+	if tr.SampleCount() < 3 {
+		t.Fatalf("%d samples: a 60-turn episode in a 4k window must compact more than once", tr.SampleCount())
+	}
+	if tr.Metrics["samples"] != float64(tr.SampleCount()) || tr.Metrics["context.compactions"] != float64(tr.SampleCount()-1) {
+		t.Errorf("metrics samples %v, compactions %v; the episode has %d samples", tr.Metrics["samples"], tr.Metrics["context.compactions"], tr.SampleCount())
+	}
+	h.checkSamples(t, tr)
+	for _, s := range tr.AllSamples() {
+		if len(s.TokenIDs) > ac.ContextWindow {
+			t.Errorf("sample %d has %d tokens, past the %d-token window", s.Index, len(s.TokenIDs), ac.ContextWindow)
+		}
+	}
+	var final []tito.Message
+	if err := json.Unmarshal(tr.Messages, &final); err != nil {
+		t.Fatal(err)
+	}
+	if last := final[len(final)-1]; !strings.Contains(last.Content, "The answer is 42.") {
+		t.Errorf("the last message is %q, want the scripted answer", last.Content)
+	}
+	b, err := tr.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back tito.Trajectory
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := back.Validate(); err != nil || back.SampleCount() != tr.SampleCount() {
+		t.Fatalf("read back: %v, %d samples", err, back.SampleCount())
+	}
+}
+
+// TestCompactionNotNeeded: below the threshold, a compacting agent's episode is one chain, written as one.
+func TestCompactionNotNeeded(t *testing.T) {
+	sc := longScript(t, "short", 3)
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	h := newHarnessWith(t, ec, compactingAgent(3000, 2), fastRetry(), nil, emulator.WithScript(sc))
+	tr := h.run(t, "short", "[script:short] Three parts.")
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	b, err := tr.AppendJSON(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.MultiSample() || bytes.Contains(b, []byte(`"samples"`)) || bytes.Contains(b, []byte(`"tools"`)) || tr.Metrics["samples"] != 0 {
+		t.Fatalf("a one-chain episode wrote samples: %d samples", tr.SampleCount())
+	}
+}
+
+// checkSamples proves each sample of a (possibly multi-sample) trajectory from the server's side, as check does
+// for one chain: every /generate request of the episode is claimed by exactly one sample's turn (by its rid), each
+// sample's requests extend each other (the prefix invariant within the sample), a sample's first request sends its
+// first prompt with logprob_start_len -1, response segments are the served output_ids verbatim, each sample ends
+// on its last request + output, logprobs are the emulator's scoring function; and a later sample's first prompt is
+// the chat template's full render of its recorded messages[:prompt_messages] with the episode's tools.
+func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
+	t.Helper()
+	if err := tr.Validate(); err != nil {
+		t.Fatalf("%s: %v", tr.ID, err)
+	}
+	type served struct {
+		req    wireReq
+		resp   wireResp
+		claims int
+	}
+	byRID := map[string]*served{}
+	for _, r := range h.log.records(t) {
+		if r.Path != "/generate" || r.Status != 200 || r.Fault != "" || !strings.HasPrefix(r.RID, tr.ID+".") {
+			continue
+		}
+		s := &served{}
+		if err := json.Unmarshal(r.Request, &s.req); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(r.Response, &s.resp); err != nil {
+			t.Fatal(err)
+		}
+		byRID[r.RID] = s
+	}
+	m := h.agent.Model()
+	for _, smp := range tr.AllSamples() {
+		var prev *served
+		for _, seg := range smp.Segments {
+			if seg.Kind != tito.KindResponse {
+				continue
+			}
+			s := byRID[seg.Info.RID]
+			if s == nil {
+				t.Fatalf("sample %d turn %d: rid %q is not in the server's log", smp.Index, seg.Turn, seg.Info.RID)
+			}
+			s.claims++
+			if want := fmt.Sprintf("%s.%d", tr.ID, smp.FirstTurn+seg.Turn); seg.Info.RID != want {
+				t.Errorf("sample %d turn %d has rid %q, want %q (the episode's call %d)", smp.Index, seg.Turn, seg.Info.RID, want, smp.FirstTurn+seg.Turn)
+			}
+			if !equalIDs(s.req.InputIDs, smp.TokenIDs[:seg.Offset]) || !equalIDs(s.resp.OutputIDs, smp.TokenIDs[seg.Offset:seg.Offset+seg.Length]) {
+				t.Fatalf("sample %d turn %d: the served request + output is not the sample's tokens up to the segment's end", smp.Index, seg.Turn)
+			}
+			if prev == nil && s.req.LogprobStartLen != -1 {
+				t.Errorf("sample %d: first request logprob_start_len %d, want -1", smp.Index, s.req.LogprobStartLen)
+			}
+			if prev != nil && s.req.LogprobStartLen != len(prev.req.InputIDs)+len(prev.resp.OutputIDs)-1 {
+				t.Errorf("sample %d turn %d: logprob_start_len %d does not start at the new prompt tokens", smp.Index, seg.Turn, s.req.LogprobStartLen)
+			}
+			prev = s
+		}
+		if prev == nil || len(prev.req.InputIDs)+len(prev.resp.OutputIDs) != len(smp.TokenIDs) {
+			t.Fatalf("sample %d does not end on its last request + output", smp.Index)
+		}
+		first := smp.Segments[0].Length
+		for p := first; p < len(smp.TokenIDs); p++ {
+			if want := emulator.Logprob(smp.TokenIDs[max(0, p-emulator.LogprobWindow):p], smp.TokenIDs[p]); smp.Logprobs[p] != want {
+				t.Fatalf("sample %d: logprob[%d] = %v, the emulator gives %v", smp.Index, p, smp.Logprobs[p], want)
+			}
+		}
+		if smp.Index == 0 {
+			continue
+		}
+		msgs, err := tito.DecodeMessages(smp.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := m.Template.Render(msgs[:smp.PromptMessages], m.RenderOptions(tr.Tools))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !equalIDs(m.Tokenizer.Encode(text, false), smp.TokenIDs[:first]) {
+			t.Errorf("sample %d: the first prompt is not the template's full render of its %d prompt messages", smp.Index, smp.PromptMessages)
+		}
+	}
+	for rid, s := range byRID {
+		if s.claims != 1 {
+			t.Errorf("request %s is claimed by %d sample turns, want exactly 1", rid, s.claims)
+		}
+	}
+}
