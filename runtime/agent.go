@@ -1006,7 +1006,7 @@ func (e *episode) end(ctx context.Context) {
 	}
 	t.Messages = msgs
 	if t.MultiSample() {
-		t.Tools = e.a.toolSpecs
+		t.Tools, t.TemplateKwargs = e.a.toolSpecs, e.a.m.Kwargs
 		t.SetMetric("samples", float64(t.SampleCount()))
 	}
 	if e.compactions > 0 {

@@ -71,6 +71,8 @@ func TestNewSampleRefused(t *testing.T) {
 
 func TestSamplesJSON(t *testing.T) {
 	tr := trMulti(t)
+	tr.Tools = []json.RawMessage{json.RawMessage(`{"type":"function","function":{"name":"f"}}`)}
+	tr.TemplateKwargs = map[string]any{"enable_thinking": true}
 	b, err := tr.AppendJSON(nil)
 	mustNoErr(t, err)
 	var back Trajectory
@@ -107,7 +109,8 @@ func TestOneChainWireUnchanged(t *testing.T) {
 	tr.Tools = []json.RawMessage{json.RawMessage(`{"type":"function"}`)}
 	b, err := tr.AppendJSON(nil)
 	mustNoErr(t, err)
-	for _, k := range []string{`"samples"`, `"tools"`, `"parent"`, `"branch_turn"`} {
+	tr.TemplateKwargs = map[string]any{"enable_thinking": true}
+	for _, k := range []string{`"samples"`, `"tools"`, `"chat_template_kwargs"`, `"parent"`, `"branch_turn"`} {
 		if bytes.Contains(b, []byte(k)) {
 			t.Errorf("one-chain JSON has %s: %s", k, b)
 		}

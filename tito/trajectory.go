@@ -167,6 +167,9 @@ type Trajectory struct {
 	// Tools are the tool specs every sample's prompt renders; written only for a multi-sample episode, whose later
 	// samples' first prompts are full renders (SampleOrigin.PromptMessages).
 	Tools []json.RawMessage `json:"tools,omitempty"`
+	// TemplateKwargs are the chat template's extra variables of every render (an agent's chat_template_kwargs);
+	// written only for a multi-sample episode, as Tools.
+	TemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
 	// Samples are the earlier samples of a multi-sample episode (NewSample), in order; the trajectory's own chain
 	// (TokenIDs ... Segments, Messages) is the last, and Origin says where it came from. Empty for a one-chain
 	// episode. JSON carries them as "samples": every sample, the last repeating the trajectory's own chain, and

@@ -197,6 +197,7 @@ func (t *Trajectory) AppendJSON(b []byte) ([]byte, error) {
 	}
 	if len(t.Samples) > 0 {
 		field("tools", t.Tools, true)
+		field("chat_template_kwargs", t.TemplateKwargs, true)
 		if err != nil {
 			return nil, err
 		}

@@ -189,7 +189,9 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		text, err := m.Template.Render(msgs[:smp.PromptMessages], m.RenderOptions(tr.Tools))
+		o := m.RenderOptions(tr.Tools)
+		o.Kwargs = tr.TemplateKwargs
+		text, err := m.Template.Render(msgs[:smp.PromptMessages], o)
 		if err != nil {
 			t.Fatal(err)
 		}
