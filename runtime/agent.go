@@ -380,6 +380,7 @@ func (e *episode) loop(ctx context.Context) {
 	if !e.appendPrompt(ids) {
 		return
 	}
+	e.traj.Origin.PromptMessages = len(e.msgs) // the first sample's prompt renders the first messages
 	if !e.beginEnvs(ctx) {
 		return
 	}
