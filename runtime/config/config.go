@@ -310,21 +310,30 @@ func (a *Agent) validateContext() error {
 	switch c.Policy {
 	case "", ContextNone:
 		if c.MaxTokens != 0 || c.KeepTurns != 0 {
-			return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: max_tokens and keep_turns need a policy (\"keep_last\")", a.Name)}
+			key := "agent.context.max_tokens"
+			if c.MaxTokens == 0 {
+				key = "agent.context.keep_turns"
+			}
+			return &FieldError{key, fmt.Sprintf("agent %q: max_tokens and keep_turns need a policy (\"keep_last\")", a.Name)}
 		}
 		return nil
 	case ContextKeepLast:
 	default:
 		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: %q is not a policy (use \"none\" or \"keep_last\")", a.Name, c.Policy)}
 	}
-	if c.MaxTokens <= 0 {
+	// A setting left out is named by the policy's line; one given out of range by its own.
+	switch {
+	case c.MaxTokens == 0:
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: policy %q needs max_tokens (the threshold, > 0)", a.Name, c.Policy)}
+	case c.MaxTokens < 0:
 		return &FieldError{"agent.context.max_tokens", fmt.Sprintf("agent %q: must be > 0 with policy %q", a.Name, c.Policy)}
+	case c.KeepTurns == 0:
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: policy %q needs keep_turns (>= 1)", a.Name, c.Policy)}
+	case c.KeepTurns < 0:
+		return &FieldError{"agent.context.keep_turns", fmt.Sprintf("agent %q: must be >= 1 with policy %q", a.Name, c.Policy)}
 	}
 	if a.ContextWindow > 0 && c.MaxTokens+a.Sampling.MaxNewTokens > a.ContextWindow {
 		return &FieldError{"agent.context.max_tokens", fmt.Sprintf("agent %q: max_tokens %d + sampling.max_new_tokens %d is past the %d-token context_window: a turn at the threshold would have no room for its reply", a.Name, c.MaxTokens, a.Sampling.MaxNewTokens, a.ContextWindow)}
-	}
-	if c.KeepTurns < 1 {
-		return &FieldError{"agent.context.keep_turns", fmt.Sprintf("agent %q: must be >= 1 with policy %q", a.Name, c.Policy)}
 	}
 	if a.MaskOffPolicy {
 		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: mask_offpolicy is not supported with a context policy yet (it masks one chain)", a.Name)}

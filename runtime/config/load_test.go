@@ -93,6 +93,22 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// withContext is good with an [agent.context] table of the given body.
+func withContext(body string) string {
+	return strings.Replace(good, "[[agent.tools]]", "[agent.context]\n"+body+"\n\n[[agent.tools]]", 1)
+}
+
+// TestParseContext: a keep_last [agent.context] reaches the agent's config.
+func TestParseContext(t *testing.T) {
+	c, err := Parse("runtime.toml", withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Agents[0].Context, (Context{Policy: ContextKeepLast, MaxTokens: 3000, KeepTurns: 4}); got != want {
+		t.Fatalf("context %+v, want %+v", got, want)
+	}
+}
+
 func TestParseErrorsNameFileLineKey(t *testing.T) {
 	tests := []struct {
 		name, src                  string
@@ -142,6 +158,14 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"bad session_ids", good + "\n[frontdoor]\nenabled = true\nsession_ids = \"anyone\"\n", strings.Count(good, "\n") + 4, "frontdoor.session_ids", "want caller or minted"},
 		{"frontdoor typo", good + "\n[frontdoor]\nidle_timout = \"1m\"\n", strings.Count(good, "\n") + 3, "frontdoor.idle_timout", `did you mean "frontdoor.idle_timeout"`},
 		{"viewer recent 0", good + "\n[viewer]\nrecent = 0\n", strings.Count(good, "\n") + 3, "viewer.recent", "must be >= 1"},
+		{"context bad policy", withContext(`policy = "summarize"`), 0, "agent.context.policy", `"summarize" is not a policy (use "none" or "keep_last")`},
+		{"context no threshold", withContext(`policy = "keep_last"`+"\nkeep_turns = 2"), 0, "agent.context.policy", "needs max_tokens"},
+		{"context negative threshold", withContext(`policy = "keep_last"`+"\nmax_tokens = -1\nkeep_turns = 2"), 0, "agent.context.max_tokens", "must be > 0"},
+		{"context no keep_turns", withContext(`policy = "keep_last"`+"\nmax_tokens = 3000"), 0, "agent.context.policy", "needs keep_turns"},
+		{"context settings without a policy", withContext("max_tokens = 3000"), 0, "agent.context.max_tokens", "need a policy"},
+		{"context past the window", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3800\nkeep_turns = 2"), `tool_timeout = "5s"`, "context_window = 4096", 1), 0, "agent.context.max_tokens", "max_tokens 3800 + sampling.max_new_tokens 512 is past the 4096-token context_window"},
+		{"context with mask_offpolicy", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 2"), `tool_timeout = "5s"`, "mask_offpolicy = true", 1), 0, "agent.context.policy", "mask_offpolicy is not supported"},
+		{"context typo", withContext("keep_turn = 2"), 0, "agent.context.keep_turn", `did you mean "agent.context.keep_turns"`},
 		{"viewer typo", good + "\n[viewer]\nrecnt = 9\n", strings.Count(good, "\n") + 3, "viewer.recnt", `did you mean "viewer.recent"`},
 	}
 	for _, tt := range tests {
