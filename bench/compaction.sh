@@ -96,7 +96,7 @@ t1=$(date +%s.%N)
 stop_emu
 chk=$("$py" "$here/check.py" --log "$out/emu.log" --trajs "$out/trajs.jsonl" --model "$model" --system agentrt) || {
   echo "bench/compaction.sh: FAILED the check: $chk" >&2; exit 1; }
-python3 - "$out/trajs.jsonl" "$chk" "$t0" "$t1" <<'PY'
+python3 - "$out/trajs.jsonl" "$chk" "$t0" "$t1" > "$out/summary.txt" <<'PY'
 import json, sys
 trajs, chk, t0, t1 = sys.argv[1], json.loads(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 rows = [json.loads(l) for l in open(trajs) if l.strip()]
@@ -108,3 +108,4 @@ print(json.dumps({"ok": chk["ok"], "episodes": chk["trajectories"], "samples": c
                   "renders_checked": chk["renders_checked"], "turns": chk["turns"],
                   "logged_requests": chk["logged_requests"], "status": chk["status"], "wall_s": round(t1 - t0, 2)}))
 PY
+cat "$out/summary.txt"
