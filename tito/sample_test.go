@@ -148,3 +148,23 @@ func TestValidateSamplesViolations(t *testing.T) {
 		})
 	}
 }
+
+func TestDiscardEmptySample(t *testing.T) {
+	tr := trMulti(t)
+	mustNoErr(t, tr.NewSample(SampleCompaction, json.RawMessage(`[{"role":"user","content":"d"}]`)))
+	mustNoErr(t, tr.AppendPrompt([]int32{1, 2, 60}))
+	if err := tr.Validate(); err != nil {
+		t.Fatalf("a last sample of one unsent prompt is valid while running: %v", err)
+	}
+	msgs := tr.DiscardEmptySample()
+	if string(msgs) != `[{"role":"user","content":"d"}]` || tr.SampleCount() != 3 || tr.Turns() != 1 {
+		t.Fatalf("DiscardEmptySample: messages %s, %d samples, %d turns", msgs, tr.SampleCount(), tr.Turns())
+	}
+	if !slices.Equal(tr.TokenIDs, []int32{1, 2, 50, 51, 52, 53}) || tr.CurrentSample().SampleOrigin.Index != 2 {
+		t.Fatalf("the previous sample is not back: %v", tr.TokenIDs)
+	}
+	mustNoErr(t, tr.Validate())
+	if tr.DiscardEmptySample() != nil || tr.SampleCount() != 3 {
+		t.Fatal("DiscardEmptySample dropped a sample with a response")
+	}
+}

@@ -80,6 +80,32 @@ func TestCompactionLongEpisode(t *testing.T) {
 			t.Errorf("sample %d has %d tokens, past the %d-token window", s.Index, len(s.TokenIDs), ac.ContextWindow)
 		}
 	}
+	// Every sample's prompt keeps the first messages (system prompt, task) and then exactly keep_turns turns.
+	first, err := tito.DecodeMessages(tr.Samples[0].Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range tr.AllSamples()[1:] {
+		msgs, err := tito.DecodeMessages(s.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if msgs[0].Content != first[0].Content || msgs[1].Content != first[1].Content || msgs[1].Role != "user" {
+			t.Errorf("sample %d does not keep the system prompt and the task", s.Index)
+		}
+		turns := 0
+		for _, m := range msgs[2:s.PromptMessages] {
+			if m.Role == tito.RoleAssistant {
+				turns++
+				if strings.Contains(m.Content, "<tool_call>") || len(m.ToolCalls) != 1 {
+					t.Errorf("sample %d: a kept assistant message writes its call in its text (%q) or has %d tool_calls", s.Index, m.Content, len(m.ToolCalls))
+				}
+			}
+		}
+		if turns != ac.Context.KeepTurns {
+			t.Errorf("sample %d's prompt keeps %d turns, want %d", s.Index, turns, ac.Context.KeepTurns)
+		}
+	}
 	var final []tito.Message
 	if err := json.Unmarshal(tr.Messages, &final); err != nil {
 		t.Fatal(err)
@@ -97,6 +123,35 @@ func TestCompactionLongEpisode(t *testing.T) {
 	}
 	if err := back.Validate(); err != nil || back.SampleCount() != tr.SampleCount() {
 		t.Fatalf("read back: %v, %d samples", err, back.SampleCount())
+	}
+}
+
+// TestCompactionResponseBudget: max_response_tokens is the episode's, counted over its samples (each sample's
+// response: every token after its first prompt); the episode ends truncated/response_budget on a model token.
+func TestCompactionResponseBudget(t *testing.T) {
+	const budget = 5000
+	sc := longScript(t, "budget", 60)
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	ac := compactingAgent(3000, 3)
+	ac.MaxResponseTokens = budget
+	h := newHarnessWith(t, ec, ac, fastRetry(), nil, emulator.WithScript(sc))
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "bud", ItemID: "bud", GroupID: "bud",
+		Messages: []tito.Message{{Role: "user", Content: "[script:budget] Work through all sixty parts of the task."}}})
+	wantStatus(t, tr, runtime.StatusTruncated, runtime.ReasonResponseBudget)
+	if tr.SampleCount() < 2 {
+		t.Fatalf("%d samples: the budget must outlast a compaction", tr.SampleCount())
+	}
+	h.checkSamples(t, tr)
+	resp := 0
+	for _, s := range tr.AllSamples() {
+		resp += len(s.TokenIDs) - s.Segments[0].Length
+	}
+	if resp > budget || resp < budget-600 {
+		t.Errorf("the samples' responses add up to %d tokens, want at most the budget %d (and near it)", resp, budget)
+	}
+	if tr.LossMask[len(tr.LossMask)-1] != 1 {
+		t.Errorf("the episode does not end on a model token")
 	}
 }
 
