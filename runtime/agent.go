@@ -287,7 +287,7 @@ type episode struct {
 	// one: the response budget is the episode's.
 	doneResponse int
 	compactions  int
-	sampling turn.Sampling
+	sampling     turn.Sampling
 	// budget is the episode-wide response budget (0: none): tokens after the first prompt.
 	budget    int
 	counts    abi.Counts
