@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
@@ -92,7 +93,20 @@ type Settings struct {
 	MaskOffPolicy bool
 	// Context is what the loop does when the context passes a threshold (ContextPolicy; the zero value: nothing).
 	Context ContextPolicy
+	// History is HistoryAsGenerated ("" too: one chain, later turns append deltas) or HistoryAsDeployed.
+	History string
 }
+
+// The history modes (Settings.History).
+const (
+	// HistoryAsGenerated: an episode is one chain; each later turn appends the template's delta after the tokens
+	// the model generated (history is never re-rendered).
+	HistoryAsGenerated = "as-generated"
+	// HistoryAsDeployed: each turn's prompt is the chat template's full render of the conversation so far (what the
+	// model sees in deployment, where the template may drop earlier reasoning or rewrite past turns), and every turn
+	// after the first begins a new sample of the episode.
+	HistoryAsDeployed = "as-deployed"
+)
 
 // The context policies (ContextPolicy.Policy).
 const (
@@ -162,6 +176,15 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 		}
 	default:
 		return nil, fmt.Errorf("runtime: agent %q: %q is not a context policy", cfg.Name, c.Policy)
+	}
+	switch cfg.History {
+	case "", HistoryAsGenerated:
+	case HistoryAsDeployed:
+		if d.Model.Reasoning == family.ReasoningHarmony {
+			return nil, fmt.Errorf("runtime: agent %q: history %q is not supported for gpt-oss's harmony channels yet (the conversation keeps the analysis channel in its text): use %q", cfg.Name, cfg.History, HistoryAsGenerated)
+		}
+	default:
+		return nil, fmt.Errorf("runtime: agent %q: %q is not a history mode (use %q or %q)", cfg.Name, cfg.History, HistoryAsGenerated, HistoryAsDeployed)
 	}
 	a := &Agent{cfg: cfg, d: d, m: d.Model, toolByFn: map[string]*ToolBinding{}, log: d.Logger}
 	if a.log == nil {
@@ -405,10 +428,20 @@ func (e *episode) loop(ctx context.Context) {
 			e.finish(StatusTruncated, ReasonResponseBudget, fmt.Sprintf("the response reached %d tokens with the tool results, the budget is %d", e.responseLen(), e.budget))
 			return
 		}
-		if !e.compact(ctx) {
+		if n := e.compactions; !e.compact() || (e.compactions == n && !e.redeploy()) {
 			return
 		}
 	}
+}
+
+// redeploy begins the next turn's sample under history "as-deployed": the chain so far becomes a finished sample and
+// the new one's prompt is the chat template's full render of the conversation as a deployed client keeps it
+// (e.views). It reports false when the episode ended.
+func (e *episode) redeploy() bool {
+	if e.a.cfg.History != HistoryAsDeployed {
+		return true
+	}
+	return e.newSample(tito.SampleAsDeployed, slices.Clone(e.views), "rendering the conversation as deployed")
 }
 
 // compact applies the agent's context policy before the next model call: when the current sample has passed the
@@ -417,7 +450,7 @@ func (e *episode) loop(ctx context.Context) {
 // the kept turns), and the new sample's prompt is the template's full render of the new conversation. Nothing
 // happens when the conversation has no more than keep_turns turns to drop from. It reports false when the episode
 // ended (the new prompt could not be rendered, or does not fit the context window).
-func (e *episode) compact(ctx context.Context) bool {
+func (e *episode) compact() bool {
 	cp := e.a.cfg.Context
 	if cp.Policy != ContextKeepLast || e.traj.Len() <= cp.MaxTokens {
 		return true
@@ -431,14 +464,24 @@ func (e *episode) compact(ctx context.Context) bool {
 	if len(starts) <= cp.KeepTurns {
 		return true
 	}
-	msgs := slices.Concat(e.views[:e.head], e.views[starts[len(starts)-cp.KeepTurns]:])
+	if !e.newSample(tito.SampleCompaction, slices.Concat(e.views[:e.head], e.views[starts[len(starts)-cp.KeepTurns]:]), "rendering the compacted conversation") {
+		return false
+	}
+	e.compactions++
+	return true
+}
+
+// newSample ends the current sample and begins one whose conversation is msgs, its prompt their full render (what
+// says what was being rendered, for errors). It reports false when the episode ended: the render failed, or the
+// prompt does not fit the context window (the episode is then truncated on the current sample).
+func (e *episode) newSample(reason string, msgs []tito.Message, what string) bool {
 	ids, err := e.a.m.Prompt(msgs, e.a.toolSpecs)
 	if err != nil {
-		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering the compacted conversation: %v", err))
+		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("%s: %v", what, err))
 		return false
 	}
 	if len(ids) >= e.a.m.ContextWindow {
-		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("the compacted conversation (the first messages and the last %d turns) is %d tokens, past the %d-token context window", cp.KeepTurns, len(ids), e.a.m.ContextWindow))
+		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("%s: the prompt is %d tokens, past the %d-token context window", what, len(ids), e.a.m.ContextWindow))
 		return false
 	}
 	old, err := json.Marshal(e.msgs)
@@ -448,7 +491,7 @@ func (e *episode) compact(ctx context.Context) bool {
 	}
 	e.traj.DropPending()
 	done := e.responseLen()
-	if err := e.traj.NewSample(tito.SampleCompaction, old); err != nil {
+	if err := e.traj.NewSample(reason, old); err != nil {
 		e.finish(StatusFailed, ReasonInvariant, err.Error())
 		return false
 	}
@@ -457,7 +500,6 @@ func (e *episode) compact(ctx context.Context) bool {
 	e.msgs, e.views = msgs, slices.Clone(msgs)
 	e.lastStop = -1 // the new prompt is a full render: no generated stop to trim from a delta
 	e.countMessages()
-	e.compactions++
 	e.emit(Event{Kind: EventSample, Turn: e.counts.ModelCalls, PromptTokens: len(ids), Sample: e.traj.Origin.Index})
 	return e.appendPrompt(ids)
 }
@@ -907,15 +949,22 @@ func (e *episode) addMessageQuiet(m tito.Message) {
 	e.countMessages()
 }
 
-// viewAssistant records how a full render shows the assistant message just added: the text outside its tool
-// calls (the template writes the calls from tool_calls; the text as generated would write each call twice). A
-// reply with malformed calls keeps its text as generated: the error results answer calls that only the text has.
+// viewAssistant records the assistant message just added as a deployed client keeps it, which is what a full
+// render shows (compaction, history "as-deployed"): its content is the text outside its tool calls (the template
+// writes the calls from tool_calls; the text as generated would write each call twice) and outside its reasoning
+// block, which goes to reasoning_content (the template decides whether to show it: Qwen3's keeps the reasoning of
+// turns after the last user message, DeepSeek-R1's drops it). A reply with malformed calls keeps its text as
+// generated: the error results answer calls that only the text has.
 func (e *episode) viewAssistant(r *turn.Result) {
-	if len(r.Calls) == 0 || len(r.ParseErrors) > 0 {
+	if len(r.ParseErrors) > 0 || r.ParseErr != nil {
 		return
 	}
+	text := r.Text
+	if len(r.Calls) > 0 {
+		text = r.NormalText
+	}
 	v := &e.views[len(e.views)-1]
-	v.Content = r.NormalText
+	v.ReasoningContent, v.Content = turn.SplitReasoning(e.a.m.Reasoning, text)
 }
 
 // countMessages counts the conversation without its system prompt (plugins/ABI.md, Counts).

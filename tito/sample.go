@@ -12,6 +12,8 @@ const (
 	// SampleCompaction: the conversation was replaced (a context policy dropped or summarised old turns) and the
 	// new conversation rendered in full as the sample's first prompt.
 	SampleCompaction = "compaction"
+	// SampleAsDeployed: history "as-deployed": the turn's prompt is the full render of the conversation so far.
+	SampleAsDeployed = "as_deployed"
 )
 
 // SampleOrigin says where one sample of a multi-sample episode came from (docs/PROTOCOL.md section 7).

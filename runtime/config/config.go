@@ -125,6 +125,10 @@ type Agent struct {
 	// MaskOffPolicy sets loss_mask 0 on response tokens of an older weight version than the trajectory's last
 	// (slime's --mask-offpolicy-in-partial-rollout); the trajectory says so with offpolicy_masked.
 	MaskOffPolicy bool `toml:"mask_offpolicy"`
+	// History is "as-generated" (the default: an episode is one chain, later turns append deltas after the tokens
+	// the model generated) or "as-deployed" (each turn's prompt is the chat template's full render of the
+	// conversation so far, as a deployed model sees it, and every turn after the first is a new sample).
+	History string `toml:"history"`
 	// Context is [agent.context]: what the loop does when an episode's context passes a threshold.
 	Context Context  `toml:"context"`
 	Tools   []Plugin `toml:"tools"`
@@ -146,6 +150,12 @@ type Context struct {
 	// KeepTurns is how many of the latest turns a compaction keeps (>= 1).
 	KeepTurns int `toml:"keep_turns"`
 }
+
+// The history modes (agent.history).
+const (
+	HistoryAsGenerated = "as-generated"
+	HistoryAsDeployed  = "as-deployed"
+)
 
 // The [agent.context] policies.
 const (
@@ -438,6 +448,12 @@ func (c *Config) Validate() error {
 		}
 		if a.MaxResponseTokens < 0 {
 			return &FieldError{"agent.max_response_tokens", fmt.Sprintf("agent %q: must be >= 0 (0: no budget)", a.Name)}
+		}
+		if a.History != "" && a.History != HistoryAsGenerated && a.History != HistoryAsDeployed {
+			return &FieldError{"agent.history", fmt.Sprintf("agent %q: %q is not a history mode (use %q or %q)", a.Name, a.History, HistoryAsGenerated, HistoryAsDeployed)}
+		}
+		if a.History == HistoryAsDeployed && a.MaskOffPolicy {
+			return &FieldError{"agent.history", fmt.Sprintf("agent %q: mask_offpolicy is not supported with history %q yet (it masks one chain)", a.Name, a.History)}
 		}
 		if err := a.validateContext(); err != nil {
 			return err

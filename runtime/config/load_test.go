@@ -165,6 +165,7 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"context settings without a policy", withContext("max_tokens = 3000"), 0, "agent.context.max_tokens", "need a policy"},
 		{"context past the window", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3800\nkeep_turns = 2"), `tool_timeout = "5s"`, "context_window = 4096", 1), 0, "agent.context.max_tokens", "max_tokens 3800 + sampling.max_new_tokens 512 is past the 4096-token context_window"},
 		{"context with mask_offpolicy", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 2"), `tool_timeout = "5s"`, "mask_offpolicy = true", 1), 0, "agent.context.policy", "mask_offpolicy is not supported"},
+		{"bad history", strings.Replace(good, `tool_timeout = "5s"`, `history = "as-remembered"`, 1), 10, "agent.history", `"as-remembered" is not a history mode`},
 		{"context typo", withContext("keep_turn = 2"), 0, "agent.context.keep_turn", `did you mean "agent.context.keep_turns"`},
 		{"viewer typo", good + "\n[viewer]\nrecnt = 9\n", strings.Count(good, "\n") + 3, "viewer.recnt", `did you mean "viewer.recent"`},
 	}

@@ -10,12 +10,10 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
-	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
@@ -487,7 +485,7 @@ func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, call
 		}
 		res.parseErrors = r.ParseErrors
 	}
-	res.reasoning, res.content = splitReasoning(m.Turn.Reasoning, normal)
+	res.reasoning, res.content = turn.SplitReasoning(m.Turn.Reasoning, normal)
 	res.calls = render.ToolCalls
 	view := tito.Message{Role: tito.RoleAssistant, Content: res.content, ReasoningContent: res.reasoning, ToolCalls: render.ToolCalls}
 	p.hist = append(p.hist, histMsg{render: render, view: view})
@@ -510,31 +508,6 @@ func shortID(id string) string {
 		return id[len(id)-12:]
 	}
 	return id
-}
-
-// splitReasoning separates a reply's reasoning block from its content, by the family's markup.
-func splitReasoning(r family.Reasoning, text string) (reasoning, content string) {
-	open, closeTag := "", ""
-	switch r {
-	case family.ReasoningThink:
-		open, closeTag = "<think>", "</think>"
-	case family.ReasoningSeedThink:
-		open, closeTag = "<seed:think>", "</seed:think>"
-	default:
-		return "", text
-	}
-	i := strings.Index(text, closeTag)
-	if i < 0 {
-		if j := strings.Index(text, open); j >= 0 { // reasoning cut short (length): all of it is reasoning
-			return strings.TrimSpace(text[j+len(open):]), strings.TrimSpace(text[:j])
-		}
-		return "", strings.TrimSpace(text)
-	}
-	before := text[:i]
-	if j := strings.Index(before, open); j >= 0 {
-		before = before[j+len(open):]
-	}
-	return strings.TrimSpace(before), strings.TrimSpace(text[i+len(closeTag):])
 }
 
 // sampling builds a call's sampling params: the agent's (every one of them), the call's overrides and constraint

@@ -5,11 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/config"
+	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -260,3 +263,132 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 		}
 	}
 }
+
+// TestAsDeployedHistory: with history "as-deployed" every turn's prompt is the template's full render of the
+// conversation so far (reasoning in reasoning_content, calls in tool_calls), so each turn after the first is a sample
+// of its own, proven against the server's log like any sample.
+func TestAsDeployedHistory(t *testing.T) {
+	const turns = 6
+	// The model writes its calls' JSON without spaces on odd turns: Qwen3's template writes them with, so a full
+	// render rewrites those turns, and the next prompt does not extend the tokens as generated.
+	replies := make([]string, turns)
+	for i := range turns - 1 {
+		call := fmt.Sprintf(`{"name": "calculator", "arguments": {"expression": "%d*7"}}`, i+2)
+		if i%2 == 1 {
+			call = fmt.Sprintf(`{"name":"calculator","arguments":{"expression":"%d*7"}}`, i+2)
+		}
+		replies[i] = fmt.Sprintf("<think>\nPart %d needs the calculator.\n</think>\n\n[turn:%d] Part %d.\n<tool_call>\n%s\n</tool_call>", i, i, i, call)
+	}
+	replies[turns-1] = fmt.Sprintf("<think>\nDone.\n</think>\n\n[turn:%d] The answer is 42.", turns-1)
+	line, err := json.Marshal(map[string]any{"key": "deployed", "replies": replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := emulator.ParseScript(bytes.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	ac := compactingAgent(3000, 3)
+	ac.Context = config.Context{}
+	ac.History = config.HistoryAsDeployed
+	h := newHarnessWith(t, ec, ac, fastRetry(), nil, emulator.WithScript(sc))
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "dep", ItemID: "dep", GroupID: "dep",
+		Messages: []tito.Message{{Role: "user", Content: "[script:deployed] Six parts."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if tr.SampleCount() != turns {
+		t.Fatalf("%d samples, want one per turn (%d)", tr.SampleCount(), turns)
+	}
+	h.checkSamples(t, tr)
+	all := tr.AllSamples()
+	for _, s := range all[1:] {
+		// the turn before it (turn Index-1) wrote its call without spaces when Index-1 is odd
+		p := all[s.Parent].TokenIDs
+		extends := len(p) <= s.Segments[0].Length && equalIDs(s.TokenIDs[:len(p)], p)
+		if rewritten := (s.Index-1)%2 == 1; extends == rewritten {
+			t.Errorf("sample %d: its prompt extends its parent's tokens as generated: %v, want %v (the template rewrites a call written without spaces)", s.Index, extends, !rewritten)
+		}
+		if s.Reason != tito.SampleAsDeployed || s.Parent != s.Index-1 || len(s.Segments) != 2 {
+			t.Errorf("sample %d: reason %q, parent %d, %d segments; want one as_deployed turn after sample %d", s.Index, s.Reason, s.Parent, len(s.Segments), s.Index-1)
+		}
+		msgs, err := tito.DecodeMessages(s.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:s.PromptMessages] {
+			if m.Role == tito.RoleAssistant && (m.ReasoningContent == "" || strings.Contains(m.Content, "<think>") || strings.Contains(m.Content, "<tool_call>")) {
+				t.Errorf("sample %d: an assistant message is not as a deployed client keeps it: content %q, reasoning %q", s.Index, m.Content, m.ReasoningContent)
+			}
+		}
+	}
+}
+
+// TestAsDeployedFamilies: history "as-deployed" for the families whose templates rewrite history, on their real
+// vocabularies, with the emulator reasoning before every reply: each turn is a sample whose prompt is the full render
+// (checkSamples, against the server's log). DeepSeek-R1 (SGLang's tool template, which renders content only) drops
+// the earlier turns' reasoning, so no later prompt extends the tokens as generated; Qwen3's template keeps the
+// reasoning of turns after the last user message, so in a tool loop its renders may equal them. gpt-oss (harmony
+// channels) is refused with the reason.
+func TestAsDeployedFamilies(t *testing.T) {
+	for _, tc := range []struct {
+		family, env, template, format string
+		rewrites                      bool // every later prompt differs from its parent's tokens as generated
+	}{
+		{"qwen3", "AGENTRT_QWEN3_MODEL", "", "hermes", false},
+		{"deepseek-r1", "AGENTRT_DEEPSEEK_V3_MODEL", "tool_chat_template_deepseekv3.jinja", "deepseekv3", true},
+	} {
+		t.Run(tc.family, func(t *testing.T) {
+			dir := os.Getenv(tc.env)
+			if dir == "" {
+				t.Fatalf("$%s is not set: run `make setup` and `source ~/.cache/agentrt/env.sh`", tc.env)
+			}
+			m, err := tito.LoadModel(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(m.Close)
+			ac := defaultAgent()
+			ac.Model, ac.ChatTemplateKwargs, ac.Family, ac.History = m.Dir, nil, tc.family, config.HistoryAsDeployed
+			if tc.template != "" {
+				if ac.ChatTemplate, err = filepath.Abs(filepath.Join("..", "family", "testdata", "sglang-templates", tc.template)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ec := emulator.DefaultConfig()
+			ec.ToolFormat, ec.ThinkRate = tc.format, 1
+			h := newModelHarness(t, ec, ac, m)
+			tr := h.agent.Run(context.Background(), runtime.Episode{ID: tc.family, ItemID: "x", GroupID: "x",
+				Messages: []tito.Message{{Role: "user", Content: "Compute (17+25)*3 and 144/12 and 9*9."}}})
+			wantStatus(t, tr, runtime.StatusCompleted, "")
+			if tr.SampleCount() != int(tr.Metrics["turns"]) || tr.SampleCount() < 2 {
+				t.Fatalf("%d samples for %v turns, want one per turn (and more than one turn)", tr.SampleCount(), tr.Metrics["turns"])
+			}
+			h.checkSamples(t, tr)
+			all := tr.AllSamples()
+			for _, s := range all[1:] {
+				p := all[s.Parent].TokenIDs
+				extends := len(p) <= s.Segments[0].Length && equalIDs(s.TokenIDs[:len(p)], p)
+				if tc.rewrites && extends {
+					t.Errorf("sample %d's prompt extends its parent's tokens as generated: the template should have dropped the reasoning", s.Index)
+				}
+				if tc.rewrites && strings.Contains(decode(m, s.TokenIDs[:s.Segments[0].Length]), "<think>") {
+					t.Errorf("sample %d's prompt still shows an earlier turn's reasoning", s.Index)
+				}
+			}
+		})
+	}
+	t.Run("gpt-oss refused", func(t *testing.T) {
+		m := familyModel(t, t, map[string]*tito.Model{}, "gpt-oss", "AGENTRT_GPTOSS_MODEL")
+		ac := defaultAgent()
+		ac.Model, ac.ChatTemplateKwargs, ac.Parser, ac.History = m.Dir, nil, "", config.HistoryAsDeployed
+		_, err := system.BuildAgent(context.Background(), ac, system.BuildEnv{Host: host, Generator: &alwaysAborting{}, Model: m, Server: "fake",
+			MaxModelLen: func(context.Context) (int, error) { return 4096, nil }})
+		if err == nil || !strings.Contains(err.Error(), "harmony") {
+			t.Fatalf("gpt-oss with history as-deployed: %v, want a refusal naming harmony", err)
+		}
+	})
+}
+
+// decode decodes ids with special tokens kept.
+func decode(m *tito.Model, ids []int32) string { return m.Tokenizer.Decode(ids, false) }
