@@ -428,10 +428,71 @@ func (e *episode) loop(ctx context.Context) {
 			e.finish(StatusTruncated, ReasonResponseBudget, fmt.Sprintf("the response reached %d tokens with the tool results, the budget is %d", e.responseLen(), e.budget))
 			return
 		}
-		if n := e.compactions; !e.compact() || (e.compactions == n && !e.redeploy()) {
+		if n := e.compactions; !e.compact() || (e.compactions == n && !e.redeploy()) || !e.beforeGenerate(ctx) {
 			return
 		}
 	}
+}
+
+// beforeGenerate tells the hooks subscribed to before_generate how large the context is, with the conversation (as
+// a full render shows it); a hook that answers with messages replaces the conversation, and a new sample of the
+// episode begins with their full render. It reports false when the episode ended.
+func (e *episode) beforeGenerate(ctx context.Context) bool {
+	if !e.a.hooksWant(abi.EventBeforeGenerate) {
+		return true
+	}
+	r, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeGenerate, Messages: hookMessages(e.views),
+		ContextTokens: e.traj.Len(), ContextWindow: e.a.m.ContextWindow})
+	if stop {
+		return false
+	}
+	if r.Messages == nil {
+		return true
+	}
+	msgs, err := fromHookMessages(r.Messages)
+	if err != nil {
+		e.finish(StatusFailed, ReasonHookFailure, fmt.Sprintf("before_generate: %v", err))
+		return false
+	}
+	if !e.newSample(tito.SampleCompaction, msgs, "rendering the conversation a before_generate hook gave") {
+		return false
+	}
+	e.compactions++
+	return true
+}
+
+// hooksWant reports whether a hook subscribes to event.
+func (a *Agent) hooksWant(event string) bool {
+	for _, hb := range a.d.Hooks {
+		if hb.Hook.Subscribed(event) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromHookMessages is a hook's conversation as the loop keeps it. It must not be empty, and its roles must be
+// known ones (the template checks the rest as it renders).
+func fromHookMessages(ms []abi.Message) ([]tito.Message, error) {
+	if len(ms) == 0 {
+		return nil, errors.New("the hook gave an empty conversation")
+	}
+	out := make([]tito.Message, len(ms))
+	for i, m := range ms {
+		if !slices.Contains([]string{tito.RoleSystem, tito.RoleDeveloper, tito.RoleUser, tito.RoleAssistant, tito.RoleTool}, m.Role) {
+			return nil, fmt.Errorf("message %d has role %q", i, m.Role)
+		}
+		tm := tito.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, tc := range m.ToolCalls {
+			args := json.RawMessage(tc.Arguments)
+			if !json.Valid(args) {
+				return nil, fmt.Errorf("message %d: tool call %q: arguments are not JSON", i, tc.Name)
+			}
+			tm.ToolCalls = append(tm.ToolCalls, tito.ToolCall{ID: tc.ID, Type: "function", Function: tito.FunctionCall{Name: tc.Name, Arguments: args}})
+		}
+		out[i] = tm
+	}
+	return out, nil
 }
 
 // redeploy begins the next turn's sample under history "as-deployed": the chain so far becomes a finished sample and
@@ -1008,6 +1069,9 @@ func (e *episode) dispatch(ctx context.Context, ev *abi.Event) (abi.HookResponse
 		}
 		if merged.ToolResult == nil {
 			merged.ToolResult = r.ToolResult
+		}
+		if merged.Messages == nil {
+			merged.Messages = r.Messages
 		}
 	}
 	return merged, false
