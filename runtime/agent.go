@@ -482,7 +482,7 @@ func fromHookMessages(ms []abi.Message) ([]tito.Message, error) {
 		if !slices.Contains([]string{tito.RoleSystem, tito.RoleDeveloper, tito.RoleUser, tito.RoleAssistant, tito.RoleTool}, m.Role) {
 			return nil, fmt.Errorf("message %d has role %q", i, m.Role)
 		}
-		tm := tito.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+		tm := tito.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
 		for _, tc := range m.ToolCalls {
 			args := json.RawMessage(tc.Arguments)
 			if !json.Valid(args) {
@@ -1210,7 +1210,7 @@ func (e *episode) endEnvs(ctx context.Context) {
 }
 
 func hookMessage(m tito.Message) abi.Message {
-	hm := abi.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	hm := abi.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
 	for _, tc := range m.ToolCalls {
 		hm.ToolCalls = append(hm.ToolCalls, abi.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: abi.RawJSON(tc.Function.Arguments)})
 	}

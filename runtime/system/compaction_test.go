@@ -392,3 +392,36 @@ func TestAsDeployedFamilies(t *testing.T) {
 
 // decode decodes ids with special tokens kept.
 func decode(m *tito.Model, ids []int32) string { return m.Tokenizer.Decode(ids, false) }
+
+// TestCompactionByWasmHook: the same 60-turn task in a 4k window, compacted by a before_generate hook plugin (a Go
+// guest through the plugin host: runtime/plugin/testdata/go/compact) instead of [agent.context]: the hook's
+// conversations start samples rendered in full, every sample proven against the server's log.
+func TestCompactionByWasmHook(t *testing.T) {
+	const turns = 60
+	sc := longScript(t, "hooked", turns)
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	ac := compactingAgent(3000, 3)
+	ac.Context = config.Context{}
+	wasm, err := filepath.Abs(filepath.Join("..", "plugin", "testdata", "go", "compact", "compact.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac.Hooks = append(ac.Hooks, config.Plugin{Plugin: wasm, Config: map[string]any{"max_tokens": 3000, "keep_turns": 3}})
+	h := newHarnessWith(t, ec, ac, fastRetry(), nil, emulator.WithScript(sc))
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "wh", ItemID: "wh", GroupID: "wh",
+		Messages: []tito.Message{{Role: "user", Content: "[script:hooked] Work through all sixty parts of the task."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if got := tr.Metrics["turns"]; got != turns {
+		t.Fatalf("%v model calls, want %d", got, turns)
+	}
+	if tr.SampleCount() < 3 || tr.Metrics["context.compactions"] != float64(tr.SampleCount()-1) {
+		t.Fatalf("%d samples, %v compactions: the hook must have compacted more than once", tr.SampleCount(), tr.Metrics["context.compactions"])
+	}
+	h.checkSamples(t, tr)
+	for _, s := range tr.AllSamples() {
+		if len(s.TokenIDs) > ac.ContextWindow {
+			t.Errorf("sample %d has %d tokens, past the window", s.Index, len(s.TokenIDs))
+		}
+	}
+}
