@@ -8,7 +8,8 @@
 # usage: bench/compaction.sh [--out DIR]
 # Knobs (environment): CB_EPISODES (default 4), CB_TURNS (default 60), CB_MAX_TOKENS (the threshold, default 3000),
 #   CB_KEEP (keep_turns, default 3), CB_WINDOW (context_window, default 4096), CB_HISTORY (the agent's history:
-#   as-generated, the default, or as-deployed: every turn a sample whose prompt is the full render).
+#   as-generated, the default, or as-deployed: every turn a sample whose prompt is the full render), CB_POLICY
+#   (keep_last, the default, or summarize: the summary call a sample of its own).
 # Needs: make setup (the Qwen3 model folder; venv-bench for transformers), env.sh sourced.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -26,6 +27,7 @@ py=${BENCH_VENV:-$cache/venv-bench}/bin/python
 [[ -x "$py" ]] || { echo "bench/compaction.sh: $py is missing: run make setup (scripts/setup.d/70-bench.sh)" >&2; exit 1; }
 episodes=${CB_EPISODES:-4}; turns=${CB_TURNS:-60}; maxtok=${CB_MAX_TOKENS:-3000}; keep=${CB_KEEP:-3}; window=${CB_WINDOW:-4096}
 history=${CB_HISTORY:-as-generated}
+policy=${CB_POLICY:-keep_last}
 [[ -n "$out" ]] || out=$(mktemp -d /tmp/agentrt-compaction.XXXXXX)
 mkdir -p "$out"
 bin=$out/agentrt
@@ -80,7 +82,7 @@ chat_template_kwargs = { enable_thinking = true }
 context_window = $window
 history = "$history"
 [agent.context]
-policy = "keep_last"
+policy = "$policy"
 max_tokens = $maxtok
 keep_turns = $keep
 [agent.sampling]

@@ -112,7 +112,16 @@ const (
 const (
 	ContextNone     = "none"
 	ContextKeepLast = "keep_last"
+	// ContextSummarize: as keep_last, with a summary of the whole conversation (asked of the same model, its call a
+	// sample of its own) as a user message between the first messages and the kept turns.
+	ContextSummarize = "summarize"
 )
+
+// DefaultSummaryPrompt is the summarize policy's request when the agent sets none.
+const DefaultSummaryPrompt = "Summarize the conversation so far for yourself: the task, what you have done, what you found, and what is left to do. Do not call tools; answer with the summary only."
+
+// SummaryPrefix begins the user message that carries a summary into the compacted conversation.
+const SummaryPrefix = "Summary of the earlier conversation:\n\n"
 
 // ContextPolicy is an agent's [agent.context]: with Policy ContextKeepLast, when the current sample's tokens pass
 // MaxTokens before a model call, the conversation is replaced by the episode's first messages (the system prompt and
@@ -123,6 +132,8 @@ type ContextPolicy struct {
 	Policy    string
 	MaxTokens int
 	KeepTurns int
+	// SummaryPrompt is the summarize policy's request ("": DefaultSummaryPrompt).
+	SummaryPrompt string
 }
 
 // Deps are the built components an Agent runs with; runtime/system constructs them.
@@ -166,6 +177,14 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	}
 	switch c := cfg.Context; c.Policy {
 	case "", ContextNone:
+	case ContextSummarize:
+		if c.MaxTokens <= 0 || c.KeepTurns < 0 {
+			return nil, fmt.Errorf("runtime: agent %q: context policy %q needs max_tokens > 0 and keep_turns >= 0", cfg.Name, c.Policy)
+		}
+		if c.MaxTokens+cfg.Sampling.MaxNewTokens > d.Model.ContextWindow {
+			return nil, fmt.Errorf("runtime: agent %q: context.max_tokens %d + sampling.max_new_tokens %d is past the %d-token context window: a turn at the threshold would have no room for its reply",
+				cfg.Name, c.MaxTokens, cfg.Sampling.MaxNewTokens, d.Model.ContextWindow)
+		}
 	case ContextKeepLast:
 		if c.MaxTokens <= 0 || c.KeepTurns < 1 {
 			return nil, fmt.Errorf("runtime: agent %q: context policy %q needs max_tokens > 0 and keep_turns >= 1", cfg.Name, c.Policy)
@@ -428,7 +447,7 @@ func (e *episode) loop(ctx context.Context) {
 			e.finish(StatusTruncated, ReasonResponseBudget, fmt.Sprintf("the response reached %d tokens with the tool results, the budget is %d", e.responseLen(), e.budget))
 			return
 		}
-		if n := e.compactions; !e.compact() || (e.compactions == n && !e.redeploy()) || !e.beforeGenerate(ctx) {
+		if n := e.compactions; !e.compact(ctx) || (e.compactions == n && !e.redeploy()) || !e.beforeGenerate(ctx) {
 			return
 		}
 	}
@@ -511,9 +530,9 @@ func (e *episode) redeploy() bool {
 // the kept turns), and the new sample's prompt is the template's full render of the new conversation. Nothing
 // happens when the conversation has no more than keep_turns turns to drop from. It reports false when the episode
 // ended (the new prompt could not be rendered, or does not fit the context window).
-func (e *episode) compact() bool {
+func (e *episode) compact(ctx context.Context) bool {
 	cp := e.a.cfg.Context
-	if cp.Policy != ContextKeepLast || e.traj.Len() <= cp.MaxTokens {
+	if (cp.Policy != ContextKeepLast && cp.Policy != ContextSummarize) || e.traj.Len() <= cp.MaxTokens {
 		return true
 	}
 	var starts []int // where each turn after the first messages begins
@@ -525,11 +544,85 @@ func (e *episode) compact() bool {
 	if len(starts) <= cp.KeepTurns {
 		return true
 	}
-	if !e.newSample(tito.SampleCompaction, slices.Concat(e.views[:e.head], e.views[starts[len(starts)-cp.KeepTurns]:]), "rendering the compacted conversation") {
+	from := len(e.views)
+	if cp.KeepTurns > 0 {
+		from = starts[len(starts)-cp.KeepTurns]
+	}
+	head, kept := slices.Clone(e.views[:e.head]), slices.Clone(e.views[from:])
+	if cp.Policy == ContextSummarize {
+		summary, ok := e.summarize(ctx)
+		if !ok {
+			return false
+		}
+		msgs := slices.Concat(head, []tito.Message{{Role: tito.RoleUser, Content: SummaryPrefix + summary.text}}, kept)
+		if !e.newSample(tito.SampleCompaction, msgs, "rendering the summarized conversation") {
+			return false
+		}
+		// The continuation branches from the sample that was summarized, not from the summary's own sample.
+		e.traj.Origin.Parent, e.traj.Origin.BranchTurn, e.traj.Origin.BranchOffset = summary.parent, summary.parentTurns, summary.parentLen
+		e.compactions++
+		return true
+	}
+	msgs := slices.Concat(head, kept)
+	if !e.newSample(tito.SampleCompaction, msgs, "rendering the compacted conversation") {
 		return false
 	}
 	e.compactions++
 	return true
+}
+
+// summary is what summarize returns: the summary's text, and the sample it summarized (its index, responses and
+// tokens).
+type summary struct {
+	text                           string
+	parent, parentTurns, parentLen int
+}
+
+// summarize asks the model for a summary of the conversation: a sample of its own (reason "summary"), whose prompt
+// is the full render of the conversation and the summary request, and whose one response is the summary (its loss
+// mask 1: the model produced it). The summary's text is the response less its reasoning block; a summary cut short
+// by max_new_tokens is kept as it is. It reports false when the episode ended (the call failed).
+func (e *episode) summarize(ctx context.Context) (summary, bool) {
+	cp := e.a.cfg.Context
+	request := cp.SummaryPrompt
+	if request == "" {
+		request = DefaultSummaryPrompt
+	}
+	e.traj.DropPending()
+	out := summary{parent: len(e.traj.Samples), parentTurns: e.traj.Turns(), parentLen: e.traj.Len()}
+	prompt := append(slices.Clone(e.views), tito.Message{Role: tito.RoleUser, Content: request})
+	if !e.newSample(tito.SampleSummary, prompt, "rendering the summary request") {
+		return out, false
+	}
+	rid := fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls)
+	r, err := e.a.m.Call(sglang.WithGroup(ctx, e.ep.GroupID), e.traj, turn.CallRequest{Key: e.ep.ID, RID: rid, Sampling: e.sampling,
+		Resume: e.a.cfg.PartialRollout == PartialResume, Since: e.since, Waited: e.waited})
+	e.counts.ResponseTokens += len(r.OutputIDs)
+	if err != nil {
+		var ae *turn.AbortError
+		var ie *turn.InvariantError
+		switch {
+		case errors.Is(err, turn.ErrContextFull):
+			e.finish(StatusTruncated, ReasonContextWindow, "no room left in the context window for the summary")
+		case errors.As(err, &ae):
+			e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
+		case errors.As(err, &ie):
+			e.finish(StatusFailed, ReasonInvariant, err.Error())
+		default:
+			e.generateFailed(ctx, err)
+		}
+		return out, false
+	}
+	e.since, e.waited = r.Done, 0
+	e.counts.ModelCalls++
+	e.turnEvent(r)
+	e.addMessageQuiet(tito.Message{Role: tito.RoleAssistant, Content: r.Text})
+	reasoning, content := turn.SplitReasoning(e.a.m.Reasoning, r.Text)
+	if content == "" {
+		content = reasoning
+	}
+	out.text = content
+	return out, true
 }
 
 // newSample ends the current sample and begins one whose conversation is msgs, its prompt their full render (what

@@ -12,6 +12,9 @@ const (
 	// SampleCompaction: the conversation was replaced (a context policy dropped or summarised old turns) and the
 	// new conversation rendered in full as the sample's first prompt.
 	SampleCompaction = "compaction"
+	// SampleSummary: the model's call that summarized the conversation for a compaction (its prompt the full render
+	// of the conversation and the summary request, its one response the summary).
+	SampleSummary = "summary"
 	// SampleAsDeployed: history "as-deployed": the turn's prompt is the full render of the conversation so far.
 	SampleAsDeployed = "as_deployed"
 )

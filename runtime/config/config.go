@@ -147,8 +147,11 @@ type Context struct {
 	Policy string `toml:"policy"`
 	// MaxTokens is the threshold in tokens; it must leave room for a reply in the context window.
 	MaxTokens int `toml:"max_tokens"`
-	// KeepTurns is how many of the latest turns a compaction keeps (>= 1).
+	// KeepTurns is how many of the latest turns a compaction keeps (>= 1 for keep_last, >= 0 for summarize).
 	KeepTurns int `toml:"keep_turns"`
+	// SummaryPrompt is the summarize policy's request to the model ("": the runtime's default, which asks for the
+	// task, what was done and found, and what is left, without tool calls).
+	SummaryPrompt string `toml:"summary_prompt"`
 }
 
 // The history modes (agent.history).
@@ -159,8 +162,9 @@ const (
 
 // The [agent.context] policies.
 const (
-	ContextNone     = "none"
-	ContextKeepLast = "keep_last"
+	ContextNone      = "none"
+	ContextKeepLast  = "keep_last"
+	ContextSummarize = "summarize"
 )
 
 // Plugin is a [[agent.tools]], [[agent.hooks]] or [agent.reward] entry: a plugin (a built-in such as
@@ -319,7 +323,7 @@ func (a *Agent) validateContext() error {
 	c := a.Context
 	switch c.Policy {
 	case "", ContextNone:
-		if c.MaxTokens != 0 || c.KeepTurns != 0 {
+		if c.MaxTokens != 0 || c.KeepTurns != 0 || c.SummaryPrompt != "" {
 			key := "agent.context.max_tokens"
 			if c.MaxTokens == 0 {
 				key = "agent.context.keep_turns"
@@ -327,9 +331,12 @@ func (a *Agent) validateContext() error {
 			return &FieldError{key, fmt.Sprintf("agent %q: max_tokens and keep_turns need a policy (\"keep_last\")", a.Name)}
 		}
 		return nil
-	case ContextKeepLast:
+	case ContextKeepLast, ContextSummarize:
 	default:
-		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: %q is not a policy (use \"none\" or \"keep_last\")", a.Name, c.Policy)}
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: %q is not a policy (use \"none\", \"keep_last\" or \"summarize\")", a.Name, c.Policy)}
+	}
+	if c.SummaryPrompt != "" && c.Policy != ContextSummarize {
+		return &FieldError{"agent.context.summary_prompt", fmt.Sprintf("agent %q: summary_prompt needs policy \"summarize\"", a.Name)}
 	}
 	// A setting left out is named by the policy's line; one given out of range by its own.
 	switch {
@@ -337,7 +344,7 @@ func (a *Agent) validateContext() error {
 		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: policy %q needs max_tokens (the threshold, > 0)", a.Name, c.Policy)}
 	case c.MaxTokens < 0:
 		return &FieldError{"agent.context.max_tokens", fmt.Sprintf("agent %q: must be > 0 with policy %q", a.Name, c.Policy)}
-	case c.KeepTurns == 0:
+	case c.KeepTurns == 0 && c.Policy == ContextKeepLast:
 		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: policy %q needs keep_turns (>= 1)", a.Name, c.Policy)}
 	case c.KeepTurns < 0:
 		return &FieldError{"agent.context.keep_turns", fmt.Sprintf("agent %q: must be >= 1 with policy %q", a.Name, c.Policy)}

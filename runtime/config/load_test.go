@@ -158,7 +158,7 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"bad session_ids", good + "\n[frontdoor]\nenabled = true\nsession_ids = \"anyone\"\n", strings.Count(good, "\n") + 4, "frontdoor.session_ids", "want caller or minted"},
 		{"frontdoor typo", good + "\n[frontdoor]\nidle_timout = \"1m\"\n", strings.Count(good, "\n") + 3, "frontdoor.idle_timout", `did you mean "frontdoor.idle_timeout"`},
 		{"viewer recent 0", good + "\n[viewer]\nrecent = 0\n", strings.Count(good, "\n") + 3, "viewer.recent", "must be >= 1"},
-		{"context bad policy", withContext(`policy = "summarize"`), 0, "agent.context.policy", `"summarize" is not a policy (use "none" or "keep_last")`},
+		{"context bad policy", withContext(`policy = "summarise"`), 0, "agent.context.policy", `"summarise" is not a policy (use "none", "keep_last" or "summarize")`},
 		{"context no threshold", withContext(`policy = "keep_last"` + "\nkeep_turns = 2"), 0, "agent.context.policy", "needs max_tokens"},
 		{"context negative threshold", withContext(`policy = "keep_last"` + "\nmax_tokens = -1\nkeep_turns = 2"), 0, "agent.context.max_tokens", "must be > 0"},
 		{"context no keep_turns", withContext(`policy = "keep_last"` + "\nmax_tokens = 3000"), 0, "agent.context.policy", "needs keep_turns"},
@@ -166,6 +166,7 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"context past the window", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3800\nkeep_turns = 2"), `tool_timeout = "5s"`, "context_window = 4096", 1), 0, "agent.context.max_tokens", "max_tokens 3800 + sampling.max_new_tokens 512 is past the 4096-token context_window"},
 		{"context with mask_offpolicy", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 2"), `tool_timeout = "5s"`, "mask_offpolicy = true", 1), 0, "agent.context.policy", "mask_offpolicy is not supported"},
 		{"bad history", strings.Replace(good, `tool_timeout = "5s"`, `history = "as-remembered"`, 1), 10, "agent.history", `"as-remembered" is not a history mode`},
+		{"summary_prompt without summarize", withContext(`policy = "keep_last"` + "\nmax_tokens = 3000\nkeep_turns = 2\nsummary_prompt = \"x\""), 0, "agent.context.summary_prompt", "needs policy"},
 		{"context typo", withContext("keep_turn = 2"), 0, "agent.context.keep_turn", `did you mean "agent.context.keep_turns"`},
 		{"viewer typo", good + "\n[viewer]\nrecnt = 9\n", strings.Count(good, "\n") + 3, "viewer.recnt", `did you mean "viewer.recent"`},
 	}

@@ -171,7 +171,8 @@ func Settings(ac config.Agent) runtime.Settings {
 	return runtime.Settings{Name: ac.Name, SystemPrompt: ac.SystemPrompt, Sampling: ac.Sampling, ToolTimeout: ac.ToolTimeout,
 		MaxToolResultBytes: ac.MaxToolResultBytes, ParseErrors: ac.ParseErrors, EpisodeTimeout: ac.EpisodeTimeout, MaxResponseTokens: ac.MaxResponseTokens,
 		PartialRollout: ac.PartialRollout, MaskOffPolicy: ac.MaskOffPolicy, History: ac.History,
-		Context: runtime.ContextPolicy{Policy: ac.Context.Policy, MaxTokens: ac.Context.MaxTokens, KeepTurns: ac.Context.KeepTurns}}
+		Context: runtime.ContextPolicy{Policy: ac.Context.Policy, MaxTokens: ac.Context.MaxTokens, KeepTurns: ac.Context.KeepTurns,
+			SummaryPrompt: ac.Context.SummaryPrompt}}
 }
 
 // ProvFamily is the provenance key of the model family an agent ran as; ProvAgent the agent's name.

@@ -425,3 +425,51 @@ func TestCompactionByWasmHook(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionSummarize: policy "summarize" asks the same model for a summary when the context passes the
+// threshold: the summary call is a sample of its own (its prompt the full render of the conversation and the
+// summary request, its response the summary, loss mask 1), and the continuation is a sample whose parent is the
+// summarized one, its prompt the first messages, the summary as a user message and the kept turns. Every sample is
+// proven against the server's log. (The scripted emulator answers the summary request with its next scripted reply,
+// which then serves as the summary; the task still ends after its 60 scripted turns.)
+func TestCompactionSummarize(t *testing.T) {
+	const turns = 60
+	sc := longScript(t, "sum", turns)
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	ac := compactingAgent(3000, 2)
+	ac.Context.Policy, ac.Context.SummaryPrompt = config.ContextSummarize, "Summarize the work so far."
+	h := newHarnessWith(t, ec, ac, fastRetry(), nil, emulator.WithScript(sc))
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "sm", ItemID: "sm", GroupID: "sm",
+		Messages: []tito.Message{{Role: "user", Content: "[script:sum] Work through all sixty parts of the task."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	h.checkSamples(t, tr)
+	compactions := int(tr.Metrics["context.compactions"])
+	if compactions < 2 || tr.SampleCount() != 1+2*compactions || int(tr.Metrics["turns"]) != turns+compactions {
+		t.Fatalf("%d samples, %d compactions, %v model calls: want a summary sample and a continuation per compaction, one extra call each", tr.SampleCount(), compactions, tr.Metrics["turns"])
+	}
+	all := tr.AllSamples()
+	for k := 1; k < len(all); k += 2 {
+		sum, cont := all[k], all[k+1]
+		if sum.Reason != tito.SampleSummary || sum.Parent != k-1 || len(sum.Segments) != 2 || sum.LossMask[len(sum.LossMask)-1] != 1 {
+			t.Errorf("sample %d: reason %q, parent %d, %d segments: want the summary of sample %d, one trained response", k, sum.Reason, sum.Parent, len(sum.Segments), k-1)
+		}
+		if cont.Reason != tito.SampleCompaction || cont.Parent != k-1 || cont.BranchOffset != len(all[k-1].TokenIDs) {
+			t.Errorf("sample %d: reason %q, parent %d at %d: want the continuation of sample %d at its end", k+1, cont.Reason, cont.Parent, cont.BranchOffset, k-1)
+		}
+		sm, err := tito.DecodeMessages(sum.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := tito.DecodeMessages(cont.Messages)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if last := sm[sum.PromptMessages-1]; last.Role != "user" || last.Content != "Summarize the work so far." {
+			t.Errorf("sample %d's prompt does not end with the summary request: %+v", k, last)
+		}
+		if m := cm[2]; m.Role != "user" || !strings.HasPrefix(m.Content, runtime.SummaryPrefix) || !strings.Contains(m.Content, "Working on part") {
+			t.Errorf("sample %d's third message is not the summary: %+v", k+1, m)
+		}
+	}
+}
