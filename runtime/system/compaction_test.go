@@ -12,6 +12,7 @@ import (
 
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/config"
+	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
@@ -376,6 +377,34 @@ func TestAsDeployedFamilies(t *testing.T) {
 					t.Errorf("sample %d's prompt still shows an earlier turn's reasoning", s.Index)
 				}
 			}
+		})
+	}
+	// Families whose templates drop earlier reasoning once a new user message comes (MiniMax-M2 and GLM on stand-in
+	// vocabularies, internal/standin): in a tool loop each turn is still a sample rendered in full, checked against
+	// the log.
+	for _, tc := range []struct{ family, vocab string }{
+		{"qwen3.5", "AGENTRT_QWEN3_MODEL"}, // Qwen3.5's template and XML calls on Qwen3's vocabulary
+		{"minimax-m2", standIn},
+		{"glm-4.7-flash", standIn}, // thinking on: the generation prompt opens <think>
+	} {
+		t.Run(tc.family, func(t *testing.T) {
+			m := familyModel(t, t, map[string]*tito.Model{}, tc.family, tc.vocab)
+			prof, err := family.Lookup(tc.family)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ac := defaultAgent()
+			ac.Model, ac.Parser, ac.Family, ac.ChatTemplateKwargs, ac.History = m.Dir, "", "", nil, config.HistoryAsDeployed
+			ec := emulator.DefaultConfig()
+			ec.ToolFormat, ec.ThinkRate = prof.Parser, 1
+			h := newModelHarness(t, ec, ac, m)
+			tr := h.agent.Run(context.Background(), runtime.Episode{ID: tc.family, ItemID: "x", GroupID: "x",
+				Messages: []tito.Message{{Role: "user", Content: "Compute (17+25)*3 and 144/12 and 9*9."}}})
+			wantStatus(t, tr, runtime.StatusCompleted, "")
+			if tr.SampleCount() != int(tr.Metrics["turns"]) || tr.SampleCount() < 2 {
+				t.Fatalf("%d samples for %v turns, want one per turn (and more than one turn)", tr.SampleCount(), tr.Metrics["turns"])
+			}
+			h.checkSamples(t, tr)
 		})
 	}
 	t.Run("gpt-oss refused", func(t *testing.T) {
