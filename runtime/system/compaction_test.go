@@ -502,3 +502,49 @@ func TestCompactionSummarize(t *testing.T) {
 		}
 	}
 }
+
+// TestCompactionGroupMixedStatuses: a group of three samples of one item, each an episode of its own number of
+// samples and its own status: one completes (every compaction), one reaches its response budget (truncated), one is
+// cancelled mid-run (aborted) and carries the samples it finished and its last one as far as it got. Each is one
+// trajectory with the group's id, each valid and proven against the server's log.
+func TestCompactionGroupMixedStatuses(t *testing.T) {
+	sc := longScript(t, "grp", 60)
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	h := newHarnessWith(t, ec, compactingAgent(3000, 3), fastRetry(), nil, emulator.WithScript(sc))
+	item := runtime.Item{ID: "q", Prompt: "[script:grp] Work through all sixty parts of the task.", N: 3}
+	eps := item.Episodes("req/")
+	eps[1].MaxResponseTokens = 5000
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	eps[2].Events = func(ev runtime.Event) {
+		if ev.Kind == runtime.EventTurn && ev.Turn == 25 {
+			cancel()
+		}
+	}
+	want := []struct{ status, reason string }{
+		{runtime.StatusCompleted, ""},
+		{runtime.StatusTruncated, runtime.ReasonResponseBudget},
+		{runtime.StatusAborted, ""}, // the reason is whichever call met the cancellation (a hook's, the model's)
+	}
+	for i, ep := range eps {
+		runCtx := context.Background()
+		if i == 2 {
+			runCtx = ctx
+		}
+		tr := h.agent.Run(runCtx, ep)
+		if tr.Status != want[i].status || (want[i].status != runtime.StatusAborted && tr.StatusReason != want[i].reason) {
+			t.Fatalf("%s: status %s/%s (%s), want %s/%s", tr.ID, tr.Status, tr.StatusReason, tr.Error, want[i].status, want[i].reason)
+		}
+		if tr.GroupID != "req/q" || tr.ID != fmt.Sprintf("req/q#%d", i) {
+			t.Errorf("episode %d: id %q group %q", i, tr.ID, tr.GroupID)
+		}
+		if tr.SampleCount() < 2 {
+			t.Errorf("%s: %d samples, want the compactions' samples whatever the status", tr.ID, tr.SampleCount())
+		}
+		h.checkSamples(t, tr)
+		if i == 2 && int(tr.Metrics["turns"]) != 26 {
+			t.Errorf("%s: %v model calls, want 26 (cancelled after the 26th)", tr.ID, tr.Metrics["turns"])
+		}
+	}
+}
