@@ -244,6 +244,7 @@ type episode struct {
 	a        *Agent
 	ep       Episode
 	traj     *tito.Trajectory
+	ids      *sglang.IDsCache // the trajectory's input_ids encoded, kept between calls
 	msgs     []tito.Message
 	sampling turn.Sampling
 	// budget is the episode-wide response budget (0: none): tokens after the first prompt.
@@ -266,7 +267,7 @@ type episode struct {
 // Run runs one episode to its end and returns its trajectory, whatever happened: the status says how it ended.
 // Plugin and server failures become statuses, never panics; a bug in the loop itself is recovered as failed.
 func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
-	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), state: map[int]abi.RawJSON{}, lastStop: -1,
+	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), state: map[int]abi.RawJSON{}, lastStop: -1,
 		parseErrs: map[string]int{}, toolCalls: map[string]int{}, since: time.Now()}
 	e.sampling = a.cfg.Sampling
 	if ep.Sampling != nil {
@@ -467,6 +468,7 @@ func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 	// The group's samples share a worker (sglang.WithGroup), where their shared first prompt is cached.
 	r, err := a.m.Call(sglang.WithGroup(ctx, e.ep.GroupID), e.traj, turn.CallRequest{
 		Key:        e.ep.ID,
+		IDs:        e.ids,
 		RID:        fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls),
 		Sampling:   sampling,
 		Resume:     a.cfg.PartialRollout == PartialResume,

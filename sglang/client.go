@@ -358,7 +358,11 @@ func (c *Client) delay(attempt, retryAfter int) time.Duration {
 // generateOnce makes one HTTP attempt. retryAfter is the server's Retry-After in seconds.
 func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, req *GenerateRequest) (*GenerateResponse, int, error) {
 	t0 := time.Now()
-	body, err := req.appendJSON(make([]byte, 0, 320+7*len(req.InputIDs)))
+	size := 320 // the body, or without the ids when they are kept in req.IDsCache
+	if req.IDsCache == nil {
+		size += 7 * len(req.InputIDs)
+	}
+	parts, n, err := req.body(make([]byte, 0, size))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -368,10 +372,12 @@ func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, 
 		actx, cancel = context.WithTimeout(ctx, c.cfg.Retry.AttemptTimeout)
 		defer cancel()
 	}
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", newPartsReader(parts))
 	if err != nil {
 		return nil, 0, err
 	}
+	hreq.ContentLength = int64(n)
+	hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(newPartsReader(parts)), nil }
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	if c.cfg.APIKey != "" {
@@ -702,6 +708,30 @@ func (c *Client) Stats() Stats {
 }
 
 // --- helpers ----------------------------------------------------------------------------------------------
+
+// partsReader reads byte slices one after the other: a request body whose ids' array is kept between requests
+// (IDsCache) is sent without copying it into one buffer. It never writes to the slices.
+type partsReader struct {
+	parts  [][]byte
+	i, off int // the next byte is parts[i][off]
+}
+
+func newPartsReader(parts [][]byte) *partsReader { return &partsReader{parts: parts} }
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && r.i < len(r.parts) {
+		k := copy(p[n:], r.parts[r.i][r.off:])
+		n += k
+		if r.off += k; r.off == len(r.parts[r.i]) {
+			r.i, r.off = r.i+1, 0
+		}
+	}
+	if n == 0 && r.i == len(r.parts) {
+		return 0, io.EOF
+	}
+	return n, nil
+}
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
