@@ -246,6 +246,7 @@ type episode struct {
 	traj     *tito.Trajectory
 	ids      *sglang.IDsCache // the trajectory's input_ids encoded, kept between calls
 	msgs     []tito.Message
+	msgCache *tito.MessageCache // msgs encoded for the template engine, kept between deltas
 	sampling turn.Sampling
 	// budget is the episode-wide response budget (0: none): tokens after the first prompt.
 	budget    int
@@ -267,7 +268,7 @@ type episode struct {
 // Run runs one episode to its end and returns its trajectory, whatever happened: the status says how it ended.
 // Plugin and server failures become statuses, never panics; a bug in the loop itself is recovered as failed.
 func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
-	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), state: map[int]abi.RawJSON{}, lastStop: -1,
+	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), msgCache: new(tito.MessageCache), state: map[int]abi.RawJSON{}, lastStop: -1,
 		parseErrs: map[string]int{}, toolCalls: map[string]int{}, since: time.Now()}
 	e.sampling = a.cfg.Sampling
 	if ep.Sampling != nil {
@@ -776,7 +777,7 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.lastStop)
+	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.msgCache, e.lastStop)
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false

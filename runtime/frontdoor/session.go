@@ -65,7 +65,8 @@ func (ss *session) idleEnd() {
 type branch struct {
 	index int
 	traj  *tito.Trajectory
-	ids   *sglang.IDsCache // traj's input_ids encoded, kept between calls
+	ids   *sglang.IDsCache   // traj's input_ids encoded, kept between calls
+	msgs  *tito.MessageCache // hist's messages encoded for the template engine, kept between calls
 	// hist holds what the template rendered (render) and what the caller must send back to extend it (view).
 	hist []histMsg
 	// lastStop is the stop id that ended the last reply (-1: none).
@@ -265,7 +266,7 @@ func (ss *session) plan(msgs []tito.Message, tools []json.RawMessage) (*plan, *a
 		for i, h := range cur.hist {
 			history[i] = h.render
 		}
-		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.lastStop)
+		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.msgs, cur.lastStop)
 		if err != nil {
 			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 				msg: fmt.Sprintf("session %q: rendering messages[%d:] as a delta of the history: %v", ss.id, len(cur.hist), err)}
@@ -314,7 +315,7 @@ func (ss *session) renderFresh(msgs []tito.Message, tools []json.RawMessage, fro
 		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 			msg: fmt.Sprintf("session %q: rendering the messages with the chat template: %v", ss.id, err)}
 	}
-	b := &branch{traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), lastStop: -1, parseErrs: map[string]int{}}
+	b := &branch{traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), msgs: new(tito.MessageCache), lastStop: -1, parseErrs: map[string]int{}}
 	for _, msg := range msgs {
 		b.hist = append(b.hist, histMsg{render: msg, view: msg})
 	}
