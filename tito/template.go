@@ -712,11 +712,14 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	if err != nil {
 		return "", err
 	}
-	full, at, probe, terr := t.engine.renderDelta(p.vars, msgs, len(history), t.defuse(replaceInvalidUTF8(first.Content))+deltaMark, t.probeOnly, o.AddGenerationPrompt, t.now())
+	full, at, probe, free, terr := t.engine.renderDelta(p.vars, msgs, len(history), t.defuse(replaceInvalidUTF8(first.Content))+deltaMark, t.probeOnly, o.AddGenerationPrompt, t.now())
 	if terr != nil {
 		terr.Name = t.name
 		return "", terr
 	}
+	// full and probe are the engine's memory until free: only copies leave (the delta, and errors' text, which
+	// fmt copies)
+	defer free()
 	located := full // the render the history's end is found in
 	if at < 0 || t.probeOnly {
 		located, at = probe, strings.Index(probe, deltaMark)
@@ -737,7 +740,7 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	if err := t.checkLastTurn(located[:cut], &history[len(history)-1]); err != nil {
 		return "", err
 	}
-	return full[cut:], nil
+	return strings.Clone(full[cut:]), nil
 }
 
 // defuse breaks up the stop tokens' text inside content (with an invisible separator after its first byte), so
