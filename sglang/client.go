@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -372,12 +373,25 @@ func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, 
 		actx, cancel = context.WithTimeout(ctx, c.cfg.Retry.AttemptTimeout)
 		defer cancel()
 	}
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", newPartsReader(parts))
+	var hreq *http.Request
+	if len(parts) == 1 || n <= joinBelow {
+		// one buffer: net/http sends an in-memory body with its headers, in one write
+		body := parts[0]
+		if len(parts) > 1 {
+			body = slices.Concat(parts...)
+		}
+		hreq, err = http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", bytes.NewReader(body))
+	} else {
+		// the kept ids' array is sent where it lies (net/http writes the headers first, then the body)
+		hreq, err = http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", newPartsReader(parts))
+		if err == nil {
+			hreq.ContentLength = int64(n)
+			hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(newPartsReader(parts)), nil }
+		}
+	}
 	if err != nil {
 		return nil, 0, err
 	}
-	hreq.ContentLength = int64(n)
-	hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(newPartsReader(parts)), nil }
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	if c.cfg.APIKey != "" {
@@ -708,6 +722,10 @@ func (c *Client) Stats() Stats {
 }
 
 // --- helpers ----------------------------------------------------------------------------------------------
+
+// joinBelow is the body size under which a body in parts (IDsCache) is joined into one buffer: copying it costs
+// less than the extra write that net/http makes for a body it does not know to be in memory.
+const joinBelow = 64 << 10
 
 // partsReader reads byte slices one after the other: a request body whose ids' array is kept between requests
 // (IDsCache) is sent without copying it into one buffer. It never writes to the slices.

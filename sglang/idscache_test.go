@@ -47,10 +47,11 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var cache IDsCache
 	var ids []int32
+	var small, large bool // bodies sent joined, and in parts
 	for turn := range 60 {
 		switch op := rng.IntN(8); {
 		case op < 5 || len(ids) == 0:
-			for range 1 + rng.IntN(300) {
+			for range 1 + rng.IntN(700) { // past joinBelow half-way: both ways of sending a body
 				ids = append(ids, int32(rng.IntN(151000)))
 			}
 		case op == 5:
@@ -87,6 +88,8 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 			t.Fatalf("turn %d: %d requests, want %d", turn, len(got), want)
 		}
 		for i, b := range got {
+			small = small || len(b) <= joinBelow
+			large = large || len(b) > joinBelow
 			plain := *req
 			plain.IDsCache = nil
 			plain.RID = req.RID
@@ -101,6 +104,9 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 				t.Fatalf("turn %d, attempt %d: the body with the cache differs from the body without\ngot  %.200s\nwant %.200s", turn, i+1, b, want)
 			}
 		}
+	}
+	if !small || !large {
+		t.Errorf("bodies joined: %v, in parts: %v; the test wants both", small, large)
 	}
 }
 
