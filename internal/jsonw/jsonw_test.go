@@ -342,3 +342,24 @@ func TestNumberEnd(t *testing.T) {
 		checkNumber(t, tc.in)
 	}
 }
+
+// FuzzUnquote holds Unquote to encoding/json: a literal that encoding/json decodes, Unquote reads whole to the same
+// value, and one that Unquote reads whole, encoding/json decodes.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range append(seeds, `\"\\\/\b\f\n\r\t`, `\u00e9\ud83d\ude00`, `\ud800`, `\ud800\u0041`, `\udc00\ud800`, `\ud800\ude0`, `\x`, "\x01", `\u12`) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		lit := []byte(`"` + body + `"`)
+		var want string
+		werr := json.Unmarshal(lit, &want)
+		got, end, ok := jsonw.Unquote(lit)
+		whole := ok && end == len(lit)
+		if werr == nil && (!whole || got != want) {
+			t.Fatalf("Unquote(%q) = %q, %d, %v; encoding/json: %q", lit, got, end, ok, want)
+		}
+		if whole && werr != nil {
+			t.Fatalf("Unquote(%q) = %q, but encoding/json refuses it: %v", lit, got, werr)
+		}
+	})
+}
