@@ -59,7 +59,8 @@ type GenerateRequest struct {
 // IDsCache keeps a conversation's input_ids encoded between its requests (GenerateRequest.IDsCache): each turn
 // sends the whole conversation again, one turn longer, and encoding all of it every turn made a turn's cost grow
 // with the context. A request whose InputIDs begin with the previous request's encodes only the rest; any other is
-// encoded anew, so a cache shared by mistake, or ids changed in place, cost time but never send stale ids.
+// encoded anew, so a cache shared by mistake, or ids changed in place, cost time but never send stale ids. Prompts
+// under 8,192 ids are encoded whole and leave the cache alone.
 //
 // The zero value is ready for use. An IDsCache is for one conversation's requests, one at a time (as a
 // conversation makes them): it is not safe for concurrent use. It holds the ids' JSON and a copy of the ids
@@ -313,6 +314,10 @@ func (r *GenerateRequest) appendJSON(b []byte) ([]byte, error) {
 	return r.appendRest(b)
 }
 
+// idsCacheFrom is the prompt length from which an IDsCache is used: a shorter prompt is encoded whole, which costs
+// little (tens of µs), and a conversation that stays short (most agent episodes) holds no cache memory.
+const idsCacheFrom = 8 << 10
+
 // idsHead opens a request body that starts with input_ids.
 const idsHead = `{"input_ids":`
 
@@ -320,7 +325,7 @@ const idsHead = `{"input_ids":`
 // IDsCache and InputIDs the parts are idsHead, the ids' array (kept in the cache between requests: it must not be
 // written to) and the rest; without, the whole encoding, appended to buf.
 func (r *GenerateRequest) body(buf []byte) (parts [][]byte, n int, err error) {
-	if r.IDsCache == nil || r.InputIDs == nil {
+	if r.IDsCache == nil || len(r.InputIDs) < idsCacheFrom {
 		b, err := r.appendJSON(buf)
 		return [][]byte{b}, len(b), err
 	}
