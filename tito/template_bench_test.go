@@ -243,34 +243,4 @@ func BenchmarkRenderDeltaLongContext(b *testing.B) {
 			}
 		})
 	}
-	// Last, as agentrt runs: the C allocator's thresholds set (TuneAllocator, process-wide: every benchmark after
-	// this one in the same run has them too).
-	if err := TuneAllocator(); err != nil {
-		b.Fatal(err)
-	}
-	for _, c := range []struct {
-		name  string
-		words int
-	}{{"ctx=2k", 1200}, {"ctx=118k", 113000}} {
-		history, newMsgs := longConversation(c.words)
-		other, otherNew := slices.Clone(history), []Message{newMsgs[0]}
-		last := other[len(other)-1]
-		last.Content = strings.Replace(last.Content, "1+1", "2+2", 1)
-		other[len(other)-1] = last
-		otherNew[0].Content = "4"
-		turns := [2][2][]Message{{history, newMsgs}, {other, otherNew}}
-		b.Run("tuned-"+c.name+"/cached", func(b *testing.B) {
-			o := RenderOptions{Tools: benchTools()[:2], AddGenerationPrompt: true, Kwargs: map[string]any{"enable_thinking": true},
-				Messages: new(MessageCache)}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				tr := turns[i%2]
-				if _, err := tpl.RenderDelta(tr[0], tr[1], o); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-		})
-	}
 }

@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/agentrt/agentrt/tito"
 	"io"
 	"os"
 	"sort"
@@ -51,11 +50,6 @@ func commands() map[string]command {
 }
 
 func main() {
-	// The template engine and the tokenizer (Rust) allocate and free blocks of MBs every turn at long contexts; with
-	// glibc's default thresholds the kernel faulted them in afresh each time.
-	if err := tito.TuneAllocator(); err != nil {
-		fmt.Fprintln(os.Stderr, "agentrt: warning:", err)
-	}
 	os.Exit(run(context.Background(), os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr}))
 }
 
