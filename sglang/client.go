@@ -360,7 +360,7 @@ func (c *Client) delay(attempt, retryAfter int) time.Duration {
 func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, req *GenerateRequest) (*GenerateResponse, int, error) {
 	t0 := time.Now()
 	size := 320 // the body, or without the ids when they are kept in req.IDsCache
-	if req.IDsCache == nil {
+	if req.IDsCache == nil || len(req.InputIDs) < idsCacheFrom {
 		size += 7 * len(req.InputIDs)
 	}
 	parts, n, err := req.body(make([]byte, 0, size))
