@@ -316,10 +316,12 @@ type sharedPrompt struct {
 
 // episode is the state of one running episode.
 type episode struct {
-	a    *Agent
-	ep   Episode
-	traj *tito.Trajectory
-	msgs []tito.Message
+	a        *Agent
+	ep       Episode
+	traj     *tito.Trajectory
+	ids      *sglang.IDsCache // the trajectory's input_ids encoded, kept between calls
+	msgs     []tito.Message
+	msgCache *tito.MessageCache // msgs encoded for the template engine, kept between deltas
 	// views are msgs as a full render shows them (a compaction renders them): an assistant message's content is the
 	// text outside its tool calls, which the template writes from tool_calls (msgs keeps the text as generated).
 	views []tito.Message
@@ -350,7 +352,7 @@ type episode struct {
 // Run runs one episode to its end and returns its trajectory, whatever happened: the status says how it ended.
 // Plugin and server failures become statuses, never panics; a bug in the loop itself is recovered as failed.
 func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
-	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), state: map[int]abi.RawJSON{}, lastStop: -1,
+	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), msgCache: new(tito.MessageCache), state: map[int]abi.RawJSON{}, lastStop: -1,
 		parseErrs: map[string]int{}, toolCalls: map[string]int{}, since: time.Now()}
 	e.sampling = a.cfg.Sampling
 	if ep.Sampling != nil {
@@ -762,6 +764,7 @@ func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 	// The group's samples share a worker (sglang.WithGroup), where their shared first prompt is cached.
 	r, err := a.m.Call(sglang.WithGroup(ctx, e.ep.GroupID), e.traj, turn.CallRequest{
 		Key:        e.ep.ID,
+		IDs:        e.ids,
 		RID:        fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls),
 		Sampling:   sampling,
 		Resume:     a.cfg.PartialRollout == PartialResume,
@@ -1071,7 +1074,7 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.lastStop)
+	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.msgCache, e.lastStop)
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false

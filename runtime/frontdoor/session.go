@@ -63,6 +63,8 @@ func (ss *session) idleEnd() {
 type branch struct {
 	index int
 	traj  *tito.Trajectory
+	ids   *sglang.IDsCache   // traj's input_ids encoded, kept between calls
+	msgs  *tito.MessageCache // hist's messages encoded for the template engine, kept between calls
 	// hist holds what the template rendered (render) and what the caller must send back to extend it (view).
 	hist []histMsg
 	// lastStop is the stop id that ended the last reply (-1: none).
@@ -262,7 +264,7 @@ func (ss *session) plan(msgs []tito.Message, tools []json.RawMessage) (*plan, *a
 		for i, h := range cur.hist {
 			history[i] = h.render
 		}
-		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.lastStop)
+		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.msgs, cur.lastStop)
 		if err != nil {
 			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 				msg: fmt.Sprintf("session %q: rendering messages[%d:] as a delta of the history: %v", ss.id, len(cur.hist), err)}
@@ -311,7 +313,7 @@ func (ss *session) renderFresh(msgs []tito.Message, tools []json.RawMessage, fro
 		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 			msg: fmt.Sprintf("session %q: rendering the messages with the chat template: %v", ss.id, err)}
 	}
-	b := &branch{traj: tito.NewTrajectory(), lastStop: -1, parseErrs: map[string]int{}}
+	b := &branch{traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), msgs: new(tito.MessageCache), lastStop: -1, parseErrs: map[string]int{}}
 	for _, msg := range msgs {
 		b.hist = append(b.hist, histMsg{render: msg, view: msg})
 	}
@@ -444,7 +446,7 @@ func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, call
 		prior += len(h.render.ToolCalls)
 	}
 	rid := fmt.Sprintf("%s.%d.%d", ss.trajectoryIDFor(p), b.traj.Turns(), ss.calls)
-	r, err := m.Turn.Call(ctx, b.traj, turn.CallRequest{Key: ss.id, RID: rid, Sampling: sp, Since: callStart, ParseLength: true,
+	r, err := m.Turn.Call(ctx, b.traj, turn.CallRequest{Key: ss.id, IDs: b.ids, RID: rid, Sampling: sp, Since: callStart, ParseLength: true,
 		CallIDSeed: rid, PriorCalls: prior, NewCallID: func(i int) string { return fmt.Sprintf("call_%s_%d_%d", shortID(ss.id), ss.calls, i) }})
 	if err != nil {
 		var ae *turn.AbortError

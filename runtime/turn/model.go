@@ -116,8 +116,12 @@ func (m *Model) DeltaText(history, msgs []tito.Message, o tito.RenderOptions, la
 }
 
 // Delta is DeltaText tokenized, with the options of RenderOptions(tools): the prompt tokens a later turn appends.
-func (m *Model) Delta(history, msgs []tito.Message, tools []json.RawMessage, lastStop int32) ([]int32, error) {
-	text, err := m.DeltaText(history, msgs, m.RenderOptions(tools), lastStop)
+// cache, if set, is the conversation's tito.MessageCache (its messages' JSON for the template engine, kept from
+// one turn to the next).
+func (m *Model) Delta(history, msgs []tito.Message, tools []json.RawMessage, cache *tito.MessageCache, lastStop int32) ([]int32, error) {
+	o := m.RenderOptions(tools)
+	o.Messages = cache
+	text, err := m.DeltaText(history, msgs, o, lastStop)
 	if err != nil {
 		return nil, err
 	}
