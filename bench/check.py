@@ -17,12 +17,19 @@ check applies to both. For every trajectory it verifies:
               real, and every other position equals the emulator's scoring function
               Logprob(traj[max(0,p-3):p], traj[p]) (sglang/emulator/logprob.go), bit for bit.
 
+A multi-sample trajectory (agentrt's "samples": an episode whose context was compacted) is checked sample by sample:
+each sample is a chain checked as above (every logged request still claimed by exactly one turn of one sample), the
+samples' first_turn count their turns, and with --model DIR each later sample's first prompt must equal the chat
+template's full render of its messages[:prompt_messages] with the trajectory's tools and chat_template_kwargs, as
+transformers' apply_chat_template writes it and the model's tokenizer encodes it (the reference libraries, not
+agentrt's renderer; needs transformers).
+
 It also reports per-turn client overhead (time from the emulator sending turn t's response to receiving turn
 t+1's request of the same episode, from the log's sent_ns/recv_ns) and, with --compare, whether two trajectory
 files hold identical (token_ids, loss_mask, logprobs) per id (the first prompt's logprobs left out: agentrt asks
 for none).
 
-usage: check.py --log EMU_LOG --trajs FILE [--compare OTHER_FILE] [--system NAME]
+usage: check.py --log EMU_LOG --trajs FILE [--compare OTHER_FILE] [--system NAME] [--model DIR]
 Prints one JSON object; exit status 1 if any check fails (the first few failures are listed).
 """
 import argparse
@@ -81,8 +88,9 @@ def load_log(path):
     return index, n
 
 
-def normalise(t):
-    """(responses [(offset, length)], assistant texts, rids or None) for either system's trajectory."""
+def normalise(t, skip=0):
+    """(responses [(offset, length)], assistant texts, rids or None) for either system's trajectory; skip leaves out
+    the first messages (a later sample's prompt messages: kept turns, rendered, not generated in this sample)."""
     segs, out, rids = t.get("segments") or [], [], []
     if segs and isinstance(segs[0], dict):  # agentrt
         off = 0
@@ -95,7 +103,7 @@ def normalise(t):
             elif s["kind"] != "prompt":
                 raise ValueError(f"segment kind {s['kind']!r}")
             off += s["length"]
-        texts = [m.get("content") for m in t.get("messages") or [] if m.get("role") == "assistant"]
+        texts = [m.get("content") for m in (t.get("messages") or [])[skip:] if m.get("role") == "assistant"]
     else:  # strands-sglang: [is_output, length]
         off = 0
         for is_output, length in segs:
@@ -113,14 +121,15 @@ def normalise(t):
     return out, texts, rids
 
 
-def check_one(t, index, used):
-    """Checks one trajectory; returns (list of (recv_ns, sent_ns) per turn). Raises ValueError on a failure."""
+def check_one(t, index, used, skip=0):
+    """Checks one chain (a trajectory, or one sample of a multi-sample one); returns (list of (recv_ns, sent_ns) per
+    turn). Raises ValueError on a failure."""
     ids, mask, lps = t["token_ids"], t["loss_mask"], t["logprobs"]
     if not (len(ids) == len(mask) == len(lps)):
         raise ValueError(f"lengths differ: token_ids {len(ids)}, loss_mask {len(mask)}, logprobs {len(lps)}")
     if not ids:
         raise ValueError("empty trajectory")
-    responses, texts, rids = normalise(t)
+    responses, texts, rids = normalise(t, skip)
     if not responses:
         raise ValueError("no response segment")
     want_mask = [0] * len(ids)
@@ -167,17 +176,65 @@ def check_one(t, index, used):
     return times
 
 
+class Renderer:
+    """The reference render of a sample's prompt: transformers' apply_chat_template and the model's tokenizer."""
+
+    def __init__(self, model):
+        from transformers import AutoTokenizer  # only with --model
+        self.tok = AutoTokenizer.from_pretrained(model)
+
+    def ids(self, messages, tools, kwargs):
+        text = self.tok.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True, tokenize=False,
+                                            **(kwargs or {}))
+        return self.tok.encode(text, add_special_tokens=False)
+
+
+def check_samples(t, index, used, renderer):
+    """Checks every sample of a multi-sample trajectory; returns the turns' times and the number of samples."""
+    samples = t["samples"]
+    if len(samples) < 2:
+        raise ValueError(f"{len(samples)} samples listed: a one-sample episode is written without \"samples\"")
+    last = samples[-1]
+    for k in ("token_ids", "loss_mask", "segments"):
+        if last[k] != t[k]:
+            raise ValueError(f"the last sample's {k} is not the trajectory's")
+    times, turns = [], 0
+    for k, s in enumerate(samples):
+        if s.get("index") != k:
+            raise ValueError(f"sample {k} has index {s.get('index')!r}")
+        if s.get("first_turn") != turns:
+            raise ValueError(f"sample {k}: first_turn {s.get('first_turn')!r}, the samples before it have {turns} turns")
+        if k > 0 and not (0 <= s.get("parent", -1) < k):
+            raise ValueError(f"sample {k}: parent {s.get('parent')!r} is not an earlier sample")
+        pm = s.get("prompt_messages", 0)
+        try:
+            times.extend(check_one(s, index, used, skip=pm))
+        except ValueError as e:
+            raise ValueError(f"sample {k}: {e}") from None
+        turns += sum(1 for g in s["segments"] if g["kind"] == "response")
+        if k > 0 and renderer is not None:
+            want = renderer.ids(s["messages"][:pm], t.get("tools"), t.get("chat_template_kwargs"))
+            first = s["segments"][0]["length"]
+            if list(s["token_ids"][:first]) != list(want):
+                p = next((i for i in range(min(first, len(want))) if s["token_ids"][i] != want[i]), min(first, len(want)))
+                raise ValueError(f"sample {k}: the first prompt ({first} tokens) is not the template's full render of "
+                                 f"its {pm} prompt messages ({len(want)} tokens; they differ first at {p})")
+    return times, len(samples)
+
+
 def main():
     ap = argparse.ArgumentParser(description="check trajectories against an emulator request log")
     ap.add_argument("--log", required=True)
     ap.add_argument("--trajs", required=True)
     ap.add_argument("--compare")
     ap.add_argument("--system", default="")
+    ap.add_argument("--model", help="model folder: check each later sample's prompt against transformers' render")
     a = ap.parse_args()
+    renderer = Renderer(a.model) if a.model else None
 
     index, logged = load_log(a.log)
     used = defaultdict(int)
-    failures, status, gaps, turns, n = [], defaultdict(int), [], 0, 0
+    failures, status, gaps, turns, n, samples, rendered = [], defaultdict(int), [], 0, 0, 0, 0
     for lineno, line in enumerate(open(a.trajs), 1):
         if not line.strip():
             continue
@@ -189,11 +246,18 @@ def main():
             failures.append(f"{a.trajs}:{lineno} ({t.get('id')}): status {st!r}")
             continue
         try:
-            times = check_one(t, index, used)
+            if "samples" in t:
+                times, k = check_samples(t, index, used, renderer)
+                samples += k
+                rendered += k - 1 if renderer is not None else 0
+            else:
+                times = check_one(t, index, used)
+                samples += 1
         except ValueError as e:
             failures.append(f"{a.trajs}:{lineno} ({t.get('id')}): {e}")
             continue
         turns += len(times)
+        # a turn gap spans a compaction too (the gap then includes rendering the new sample's prompt)
         gaps.extend((times[k + 1][0] - times[k][1]) / 1000.0 for k in range(len(times) - 1))
     unclaimed = logged - sum(used.values())
     if unclaimed and not failures:
@@ -216,7 +280,8 @@ def main():
                 t = json.loads(line)
                 if other.get(t["id"]) == key(t):
                     same += 1
-    res = {"system": a.system, "ok": not failures, "trajectories": n, "status": dict(status), "turns": turns,
+    res = {"system": a.system, "ok": not failures, "trajectories": n, "samples": samples,
+           "renders_checked": rendered, "status": dict(status), "turns": turns,
            "logged_requests": logged, "failures": len(failures), "first_failures": failures[:5],
            "turn_gap_us": {"n": len(gaps), "p50": percentile(gaps, 50), "p90": percentile(gaps, 90),
                            "p99": percentile(gaps, 99), "mean": round(sum(gaps) / len(gaps), 1) if gaps else None}}

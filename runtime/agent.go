@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
@@ -89,6 +91,49 @@ type Settings struct {
 	PartialRollout string
 	// MaskOffPolicy sets loss_mask 0 on response tokens of an older weight version than the trajectory's last.
 	MaskOffPolicy bool
+	// Context is what the loop does when the context passes a threshold (ContextPolicy; the zero value: nothing).
+	Context ContextPolicy
+	// History is HistoryAsGenerated ("" too: one chain, later turns append deltas) or HistoryAsDeployed.
+	History string
+}
+
+// The history modes (Settings.History).
+const (
+	// HistoryAsGenerated: an episode is one chain; each later turn appends the template's delta after the tokens
+	// the model generated (history is never re-rendered).
+	HistoryAsGenerated = "as-generated"
+	// HistoryAsDeployed: each turn's prompt is the chat template's full render of the conversation so far (what the
+	// model sees in deployment, where the template may drop earlier reasoning or rewrite past turns), and every turn
+	// after the first begins a new sample of the episode.
+	HistoryAsDeployed = "as-deployed"
+)
+
+// The context policies (ContextPolicy.Policy).
+const (
+	ContextNone     = "none"
+	ContextKeepLast = "keep_last"
+	// ContextSummarize: as keep_last, with a summary of the whole conversation (asked of the same model, its call a
+	// sample of its own) as a user message between the first messages and the kept turns.
+	ContextSummarize = "summarize"
+)
+
+// DefaultSummaryPrompt is the summarize policy's request when the agent sets none.
+const DefaultSummaryPrompt = "Summarize the conversation so far for yourself: the task, what you have done, what you found, and what is left to do. Do not call tools; answer with the summary only."
+
+// SummaryPrefix begins the user message that carries a summary into the compacted conversation.
+const SummaryPrefix = "Summary of the earlier conversation:\n\n"
+
+// ContextPolicy is an agent's [agent.context]: with Policy ContextKeepLast, when the current sample's tokens pass
+// MaxTokens before a model call, the conversation is replaced by the episode's first messages (the system prompt and
+// the item's messages) and its last KeepTurns turns (an assistant message and the messages after it, up to the next
+// assistant message), and a new sample of the episode begins whose prompt is the chat template's full render of it
+// (tito.Trajectory.NewSample).
+type ContextPolicy struct {
+	Policy    string
+	MaxTokens int
+	KeepTurns int
+	// SummaryPrompt is the summarize policy's request ("": DefaultSummaryPrompt).
+	SummaryPrompt string
 }
 
 // Deps are the built components an Agent runs with; runtime/system constructs them.
@@ -129,6 +174,36 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	}
 	if cfg.Sampling.MaxNewTokens <= 0 {
 		return nil, fmt.Errorf("runtime: agent %q: sampling.max_new_tokens must be > 0", cfg.Name)
+	}
+	switch c := cfg.Context; c.Policy {
+	case "", ContextNone:
+	case ContextSummarize:
+		if c.MaxTokens <= 0 || c.KeepTurns < 0 {
+			return nil, fmt.Errorf("runtime: agent %q: context policy %q needs max_tokens > 0 and keep_turns >= 0", cfg.Name, c.Policy)
+		}
+		if c.MaxTokens+cfg.Sampling.MaxNewTokens > d.Model.ContextWindow {
+			return nil, fmt.Errorf("runtime: agent %q: context.max_tokens %d + sampling.max_new_tokens %d is past the %d-token context window: a turn at the threshold would have no room for its reply",
+				cfg.Name, c.MaxTokens, cfg.Sampling.MaxNewTokens, d.Model.ContextWindow)
+		}
+	case ContextKeepLast:
+		if c.MaxTokens <= 0 || c.KeepTurns < 1 {
+			return nil, fmt.Errorf("runtime: agent %q: context policy %q needs max_tokens > 0 and keep_turns >= 1", cfg.Name, c.Policy)
+		}
+		if c.MaxTokens+cfg.Sampling.MaxNewTokens > d.Model.ContextWindow {
+			return nil, fmt.Errorf("runtime: agent %q: context.max_tokens %d + sampling.max_new_tokens %d is past the %d-token context window: a turn at the threshold would have no room for its reply",
+				cfg.Name, c.MaxTokens, cfg.Sampling.MaxNewTokens, d.Model.ContextWindow)
+		}
+	default:
+		return nil, fmt.Errorf("runtime: agent %q: %q is not a context policy", cfg.Name, c.Policy)
+	}
+	switch cfg.History {
+	case "", HistoryAsGenerated:
+	case HistoryAsDeployed:
+		if d.Model.Reasoning == family.ReasoningHarmony {
+			return nil, fmt.Errorf("runtime: agent %q: history %q is not supported for gpt-oss's harmony channels yet (the conversation keeps the analysis channel in its text): use %q", cfg.Name, cfg.History, HistoryAsGenerated)
+		}
+	default:
+		return nil, fmt.Errorf("runtime: agent %q: %q is not a history mode (use %q or %q)", cfg.Name, cfg.History, HistoryAsGenerated, HistoryAsDeployed)
 	}
 	a := &Agent{cfg: cfg, d: d, m: d.Model, toolByFn: map[string]*ToolBinding{}, log: d.Logger}
 	if a.log == nil {
@@ -244,8 +319,19 @@ type episode struct {
 	a        *Agent
 	ep       Episode
 	traj     *tito.Trajectory
+	ids      *sglang.IDsCache // the trajectory's input_ids encoded, kept between calls
 	msgs     []tito.Message
-	sampling turn.Sampling
+	msgCache *tito.MessageCache // msgs encoded for the template engine, kept between deltas
+	// views are msgs as a full render shows them (a compaction renders them): an assistant message's content is the
+	// text outside its tool calls, which the template writes from tool_calls (msgs keeps the text as generated).
+	views []tito.Message
+	// head is the number of the episode's first messages (system prompt and the item's): a compaction keeps them.
+	head int
+	// doneResponse counts the response tokens (after the first prompt) of the samples finished before the current
+	// one: the response budget is the episode's.
+	doneResponse int
+	compactions  int
+	sampling     turn.Sampling
 	// budget is the episode-wide response budget (0: none): tokens after the first prompt.
 	budget    int
 	counts    abi.Counts
@@ -266,7 +352,7 @@ type episode struct {
 // Run runs one episode to its end and returns its trajectory, whatever happened: the status says how it ended.
 // Plugin and server failures become statuses, never panics; a bug in the loop itself is recovered as failed.
 func (a *Agent) Run(ctx context.Context, ep Episode) (traj *tito.Trajectory) {
-	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), state: map[int]abi.RawJSON{}, lastStop: -1,
+	e := &episode{a: a, ep: ep, traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), msgCache: new(tito.MessageCache), state: map[int]abi.RawJSON{}, lastStop: -1,
 		parseErrs: map[string]int{}, toolCalls: map[string]int{}, since: time.Now()}
 	e.sampling = a.cfg.Sampling
 	if ep.Sampling != nil {
@@ -312,6 +398,8 @@ func (e *episode) loop(ctx context.Context) {
 		e.msgs = append(e.msgs, tito.Message{Role: "system", Content: a.cfg.SystemPrompt})
 	}
 	e.msgs = append(e.msgs, e.ep.Messages...)
+	e.views = slices.Clone(e.msgs)
+	e.head = len(e.msgs)
 	e.countMessages()
 	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeInvocation, Messages: hookMessages(e.msgs)}); stop {
 		return
@@ -336,6 +424,7 @@ func (e *episode) loop(ctx context.Context) {
 	if !e.appendPrompt(ids) {
 		return
 	}
+	e.traj.Origin.PromptMessages = len(e.msgs) // the first sample's prompt renders the first messages
 	if !e.beginEnvs(ctx) {
 		return
 	}
@@ -360,11 +449,219 @@ func (e *episode) loop(ctx context.Context) {
 			e.finish(StatusTruncated, ReasonResponseBudget, fmt.Sprintf("the response reached %d tokens with the tool results, the budget is %d", e.responseLen(), e.budget))
 			return
 		}
+		if n := e.compactions; !e.compact(ctx) || (e.compactions == n && !e.redeploy()) || !e.beforeGenerate(ctx) {
+			return
+		}
 	}
 }
 
-// responseLen is the episode's response so far: every token after the first prompt.
-func (e *episode) responseLen() int { return e.traj.Len() - e.traj.PromptLength() }
+// beforeGenerate tells the hooks subscribed to before_generate how large the context is, with the conversation (as
+// a full render shows it); a hook that answers with messages replaces the conversation, and a new sample of the
+// episode begins with their full render. It reports false when the episode ended.
+func (e *episode) beforeGenerate(ctx context.Context) bool {
+	if !e.a.hooksWant(abi.EventBeforeGenerate) {
+		return true
+	}
+	r, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeGenerate, Messages: hookMessages(e.views),
+		ContextTokens: e.traj.Len(), ContextWindow: e.a.m.ContextWindow})
+	if stop {
+		return false
+	}
+	if r.Messages == nil {
+		return true
+	}
+	msgs, err := fromHookMessages(r.Messages)
+	if err != nil {
+		e.finish(StatusFailed, ReasonHookFailure, fmt.Sprintf("before_generate: %v", err))
+		return false
+	}
+	if !e.newSample(tito.SampleCompaction, msgs, "rendering the conversation a before_generate hook gave") {
+		return false
+	}
+	e.compactions++
+	return true
+}
+
+// hooksWant reports whether a hook subscribes to event.
+func (a *Agent) hooksWant(event string) bool {
+	for _, hb := range a.d.Hooks {
+		if hb.Hook.Subscribed(event) {
+			return true
+		}
+	}
+	return false
+}
+
+// fromHookMessages is a hook's conversation as the loop keeps it. It must not be empty, and its roles must be
+// known ones (the template checks the rest as it renders).
+func fromHookMessages(ms []abi.Message) ([]tito.Message, error) {
+	if len(ms) == 0 {
+		return nil, errors.New("the hook gave an empty conversation")
+	}
+	out := make([]tito.Message, len(ms))
+	for i, m := range ms {
+		if !slices.Contains([]string{tito.RoleSystem, tito.RoleDeveloper, tito.RoleUser, tito.RoleAssistant, tito.RoleTool}, m.Role) {
+			return nil, fmt.Errorf("message %d has role %q", i, m.Role)
+		}
+		tm := tito.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
+		for _, tc := range m.ToolCalls {
+			args := json.RawMessage(tc.Arguments)
+			if !json.Valid(args) {
+				return nil, fmt.Errorf("message %d: tool call %q: arguments are not JSON", i, tc.Name)
+			}
+			tm.ToolCalls = append(tm.ToolCalls, tito.ToolCall{ID: tc.ID, Type: "function", Function: tito.FunctionCall{Name: tc.Name, Arguments: args}})
+		}
+		out[i] = tm
+	}
+	return out, nil
+}
+
+// redeploy begins the next turn's sample under history "as-deployed": the chain so far becomes a finished sample and
+// the new one's prompt is the chat template's full render of the conversation as a deployed client keeps it
+// (e.views). It reports false when the episode ended.
+func (e *episode) redeploy() bool {
+	if e.a.cfg.History != HistoryAsDeployed {
+		return true
+	}
+	return e.newSample(tito.SampleAsDeployed, slices.Clone(e.views), "rendering the conversation as deployed")
+}
+
+// compact applies the agent's context policy before the next model call: when the current sample has passed the
+// threshold, the conversation becomes the episode's first messages and the last keep_turns turns (as a full render
+// shows them: e.views), the chain so far becomes a finished sample (its unsent tool results dropped: they are in
+// the kept turns), and the new sample's prompt is the template's full render of the new conversation. Nothing
+// happens when the conversation has no more than keep_turns turns to drop from. It reports false when the episode
+// ended (the new prompt could not be rendered, or does not fit the context window).
+func (e *episode) compact(ctx context.Context) bool {
+	cp := e.a.cfg.Context
+	if (cp.Policy != ContextKeepLast && cp.Policy != ContextSummarize) || e.traj.Len() <= cp.MaxTokens {
+		return true
+	}
+	var starts []int // where each turn after the first messages begins
+	for i := e.head; i < len(e.views); i++ {
+		if e.views[i].Role == tito.RoleAssistant {
+			starts = append(starts, i)
+		}
+	}
+	if len(starts) <= cp.KeepTurns {
+		return true
+	}
+	from := len(e.views)
+	if cp.KeepTurns > 0 {
+		from = starts[len(starts)-cp.KeepTurns]
+	}
+	head, kept := slices.Clone(e.views[:e.head]), slices.Clone(e.views[from:])
+	if cp.Policy == ContextSummarize {
+		summary, ok := e.summarize(ctx)
+		if !ok {
+			return false
+		}
+		msgs := slices.Concat(head, []tito.Message{{Role: tito.RoleUser, Content: SummaryPrefix + summary.text}}, kept)
+		if !e.newSample(tito.SampleCompaction, msgs, "rendering the summarized conversation") {
+			return false
+		}
+		// The continuation branches from the sample that was summarized, not from the summary's own sample.
+		e.traj.Origin.Parent, e.traj.Origin.BranchTurn, e.traj.Origin.BranchOffset = summary.parent, summary.parentTurns, summary.parentLen
+		e.compactions++
+		return true
+	}
+	msgs := slices.Concat(head, kept)
+	if !e.newSample(tito.SampleCompaction, msgs, "rendering the compacted conversation") {
+		return false
+	}
+	e.compactions++
+	return true
+}
+
+// summary is what summarize returns: the summary's text, and the sample it summarized (its index, responses and
+// tokens).
+type summary struct {
+	text                           string
+	parent, parentTurns, parentLen int
+}
+
+// summarize asks the model for a summary of the conversation: a sample of its own (reason "summary"), whose prompt
+// is the full render of the conversation and the summary request, and whose one response is the summary (its loss
+// mask 1: the model produced it). The summary's text is the response less its reasoning block; a summary cut short
+// by max_new_tokens is kept as it is. It reports false when the episode ended (the call failed).
+func (e *episode) summarize(ctx context.Context) (summary, bool) {
+	cp := e.a.cfg.Context
+	request := cp.SummaryPrompt
+	if request == "" {
+		request = DefaultSummaryPrompt
+	}
+	e.traj.DropPending()
+	out := summary{parent: len(e.traj.Samples), parentTurns: e.traj.Turns(), parentLen: e.traj.Len()}
+	prompt := append(slices.Clone(e.views), tito.Message{Role: tito.RoleUser, Content: request})
+	if !e.newSample(tito.SampleSummary, prompt, "rendering the summary request") {
+		return out, false
+	}
+	rid := fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls)
+	r, err := e.a.m.Call(sglang.WithGroup(ctx, e.ep.GroupID), e.traj, turn.CallRequest{Key: e.ep.ID, RID: rid, Sampling: e.sampling,
+		Resume: e.a.cfg.PartialRollout == PartialResume, Since: e.since, Waited: e.waited})
+	e.counts.ResponseTokens += len(r.OutputIDs)
+	if err != nil {
+		var ae *turn.AbortError
+		var ie *turn.InvariantError
+		switch {
+		case errors.Is(err, turn.ErrContextFull):
+			e.finish(StatusTruncated, ReasonContextWindow, "no room left in the context window for the summary")
+		case errors.As(err, &ae):
+			e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
+		case errors.As(err, &ie):
+			e.finish(StatusFailed, ReasonInvariant, err.Error())
+		default:
+			e.generateFailed(ctx, err)
+		}
+		return out, false
+	}
+	e.since, e.waited = r.Done, 0
+	e.counts.ModelCalls++
+	e.turnEvent(r)
+	e.addMessageQuiet(tito.Message{Role: tito.RoleAssistant, Content: r.Text})
+	reasoning, content := turn.SplitReasoning(e.a.m.Reasoning, r.Text)
+	if content == "" {
+		content = reasoning
+	}
+	out.text = content
+	return out, true
+}
+
+// newSample ends the current sample and begins one whose conversation is msgs, its prompt their full render (what
+// says what was being rendered, for errors). It reports false when the episode ended: the render failed, or the
+// prompt does not fit the context window (the episode is then truncated on the current sample).
+func (e *episode) newSample(reason string, msgs []tito.Message, what string) bool {
+	ids, err := e.a.m.Prompt(msgs, e.a.toolSpecs)
+	if err != nil {
+		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("%s: %v", what, err))
+		return false
+	}
+	if len(ids) >= e.a.m.ContextWindow {
+		e.finish(StatusTruncated, ReasonContextWindow, fmt.Sprintf("%s: the prompt is %d tokens, past the %d-token context window", what, len(ids), e.a.m.ContextWindow))
+		return false
+	}
+	old, err := json.Marshal(e.msgs)
+	if err != nil {
+		e.finish(StatusFailed, ReasonRuntimeError, fmt.Sprintf("recording the sample's messages: %v", err))
+		return false
+	}
+	e.traj.DropPending()
+	done := e.responseLen()
+	if err := e.traj.NewSample(reason, old); err != nil {
+		e.finish(StatusFailed, ReasonInvariant, err.Error())
+		return false
+	}
+	e.doneResponse = done
+	e.traj.Origin.PromptMessages = len(msgs)
+	e.msgs, e.views = msgs, slices.Clone(msgs)
+	e.lastStop = -1 // the new prompt is a full render: no generated stop to trim from a delta
+	e.countMessages()
+	e.emit(Event{Kind: EventSample, Turn: e.counts.ModelCalls, PromptTokens: len(ids), Sample: e.traj.Origin.Index})
+	return e.appendPrompt(ids)
+}
+
+// responseLen is the episode's response so far: every token after the first prompt, of every sample.
+func (e *episode) responseLen() int { return e.doneResponse + e.traj.Len() - e.traj.PromptLength() }
 
 // budgetLeft is what the response budget still allows (math.MaxInt without a budget).
 func (e *episode) budgetLeft() int {
@@ -467,6 +764,7 @@ func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 	// The group's samples share a worker (sglang.WithGroup), where their shared first prompt is cached.
 	r, err := a.m.Call(sglang.WithGroup(ctx, e.ep.GroupID), e.traj, turn.CallRequest{
 		Key:        e.ep.ID,
+		IDs:        e.ids,
 		RID:        fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls),
 		Sampling:   sampling,
 		Resume:     a.cfg.PartialRollout == PartialResume,
@@ -577,7 +875,9 @@ func (e *episode) handleResponse(ctx context.Context, r *turn.Result) ([]*call, 
 		e.addMessageQuiet(msg)
 		return nil, false
 	}
-	if e.addMessage(ctx, msg) {
+	stop := e.addMessage(ctx, msg)
+	e.viewAssistant(r)
+	if stop {
 		return nil, false
 	}
 	if len(calls) == 0 {
@@ -774,7 +1074,7 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.lastStop)
+	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.msgCache, e.lastStop)
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false
@@ -802,7 +1102,26 @@ func (e *episode) addMessage(ctx context.Context, m tito.Message) bool {
 
 func (e *episode) addMessageQuiet(m tito.Message) {
 	e.msgs = append(e.msgs, m)
+	e.views = append(e.views, m)
 	e.countMessages()
+}
+
+// viewAssistant records the assistant message just added as a deployed client keeps it, which is what a full
+// render shows (compaction, history "as-deployed"): its content is the text outside its tool calls (the template
+// writes the calls from tool_calls; the text as generated would write each call twice) and outside its reasoning
+// block, which goes to reasoning_content (the template decides whether to show it: Qwen3's keeps the reasoning of
+// turns after the last user message, DeepSeek-R1's drops it). A reply with malformed calls keeps its text as
+// generated: the error results answer calls that only the text has.
+func (e *episode) viewAssistant(r *turn.Result) {
+	if len(r.ParseErrors) > 0 || r.ParseErr != nil {
+		return
+	}
+	text := r.Text
+	if len(r.Calls) > 0 {
+		text = r.NormalText
+	}
+	v := &e.views[len(e.views)-1]
+	v.ReasoningContent, v.Content = turn.SplitReasoning(e.a.m.Reasoning, text)
 }
 
 // countMessages counts the conversation without its system prompt (plugins/ABI.md, Counts).
@@ -847,6 +1166,9 @@ func (e *episode) dispatch(ctx context.Context, ev *abi.Event) (abi.HookResponse
 		if merged.ToolResult == nil {
 			merged.ToolResult = r.ToolResult
 		}
+		if merged.Messages == nil {
+			merged.Messages = r.Messages
+		}
 	}
 	return merged, false
 }
@@ -856,6 +1178,11 @@ func (e *episode) end(ctx context.Context) {
 	t := e.traj
 	if t.Status == "" { // the loop returned without deciding: a bug, never silently "completed"
 		e.finish(StatusFailed, ReasonRuntimeError, "episode ended without a status")
+	}
+	msgs, _ := json.Marshal(e.msgs)
+	if t.Turns() == 0 && t.MultiSample() {
+		// A sample that ended before its first response is no sample: the episode ends on the one before it.
+		msgs = t.DiscardEmptySample()
 	}
 	if t.Turns() > 0 {
 		// Prompt tokens appended after the last response were never sent: the trajectory ends on that response
@@ -887,8 +1214,14 @@ func (e *episode) end(ctx context.Context) {
 			et.EndEpisode(e.ep.ID)
 		}
 	}
-	msgs, _ := json.Marshal(e.msgs)
 	t.Messages = msgs
+	if t.MultiSample() {
+		t.Tools, t.TemplateKwargs = e.a.toolSpecs, e.a.m.Kwargs
+		t.SetMetric("samples", float64(t.SampleCount()))
+	}
+	if e.compactions > 0 {
+		t.SetMetric("context.compactions", float64(e.compactions))
+	}
 	for i, hb := range e.a.d.Hooks {
 		if hb.Hook.Subscribed(abi.EventAfterInvocation) {
 			ev := &abi.Event{Event: abi.EventAfterInvocation, EpisodeID: e.ep.ID, Turn: e.counts.ModelCalls,
@@ -973,7 +1306,7 @@ func (e *episode) endEnvs(ctx context.Context) {
 }
 
 func hookMessage(m tito.Message) abi.Message {
-	hm := abi.Message{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID, Name: m.Name}
+	hm := abi.Message{Role: m.Role, Content: m.Content, ReasoningContent: m.ReasoningContent, ToolCallID: m.ToolCallID, Name: m.Name}
 	for _, tc := range m.ToolCalls {
 		hm.ToolCalls = append(hm.ToolCalls, abi.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: abi.RawJSON(tc.Function.Arguments)})
 	}

@@ -12,6 +12,7 @@ const (
 	EventTurn       = "turn"        // a model call finished (its reply is in the trajectory)
 	EventToolCall   = "tool_call"   // a tool call is about to run
 	EventToolResult = "tool_result" // a tool call's result, as the model will read it
+	EventSample     = "sample"      // a new sample of the episode began (a compaction): its prompt is rendered
 )
 
 // Event is one step of an episode, for a live view: best effort, never part of the trajectory. Turn is the
@@ -39,6 +40,8 @@ type Event struct {
 	Outcome   string          `json:"outcome,omitempty"`
 	ToolMS    float64         `json:"tool_ms,omitempty"`
 	Bytes     int             `json:"bytes,omitempty"`
+	// sample: the new sample's index (its prompt's size is PromptTokens; Turn is the model call it precedes).
+	Sample int `json:"sample,omitempty"`
 }
 
 // emit hands ev to the episode's Events, if it has one.

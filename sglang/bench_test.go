@@ -230,3 +230,65 @@ func BenchmarkAdaptiveLimit(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkGenerateLongContext: one turn of a long conversation (C=1, the fake server): a request of ctx tokens,
+// 60 more than the turn before, sent whole (whole) or with the conversation's IDsCache (cached), which encodes
+// only the new ids. Every 200 turns the conversation starts again at ctx tokens, outside the timer (the cache's
+// first request encodes all of it). Compare whole and cached at ctx=2k and ctx=118k in one run: with the cache a
+// turn's cost should not grow with the context but for the bytes the kernel copies.
+func BenchmarkGenerateLongContext(b *testing.B) {
+	url := fakeGenerateServer(b)
+	for _, ctxLen := range []int{2000, 118000} {
+		ids := make([]int32, ctxLen+60*200)
+		for j := range ids {
+			ids[j] = int32(100 + 397*j%151000)
+		}
+		for _, mode := range []string{"whole", "cached"} {
+			b.Run(fmt.Sprintf("ctx=%dk/%s", ctxLen/1000, mode), func(b *testing.B) {
+				cfg := sglang.DefaultConfig()
+				cfg.Workers = []string{url}
+				c, err := sglang.New(cfg)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer c.Close()
+				var cache *sglang.IDsCache
+				req := func(turn int) *sglang.GenerateRequest {
+					n := ctxLen + 60*turn
+					r := &sglang.GenerateRequest{
+						InputIDs:        ids[:n:n],
+						SamplingParams:  sglang.SamplingParams{MaxNewTokens: benchOutputLen, Temperature: new(1.0)},
+						ReturnLogprob:   true,
+						LogprobStartLen: n - 61,
+						RID:             "long-" + strconv.Itoa(turn),
+					}
+					if mode == "cached" {
+						r.IDsCache = cache
+					}
+					return r
+				}
+				b.ReportAllocs()
+				turn := 0
+				var cpu time.Duration
+				for b.Loop() {
+					if turn%200 == 0 {
+						b.StopTimer()
+						cache = new(sglang.IDsCache)
+						if _, err := c.Generate(b.Context(), "conv", req(0)); err != nil {
+							b.Fatal(err)
+						}
+						turn = 1
+						b.StartTimer()
+					}
+					cpu0 := cpuTime()
+					if _, err := c.Generate(b.Context(), "conv", req(turn)); err != nil {
+						b.Fatal(err)
+					}
+					cpu += cpuTime() - cpu0
+					turn++
+				}
+				b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/op")
+			})
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -358,7 +359,11 @@ func (c *Client) delay(attempt, retryAfter int) time.Duration {
 // generateOnce makes one HTTP attempt. retryAfter is the server's Retry-After in seconds.
 func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, req *GenerateRequest) (*GenerateResponse, int, error) {
 	t0 := time.Now()
-	body, err := req.appendJSON(make([]byte, 0, 320+7*len(req.InputIDs)))
+	size := 320 // the body, or without the ids when they are kept in req.IDsCache
+	if req.IDsCache == nil || len(req.InputIDs) < idsCacheFrom {
+		size += 7 * len(req.InputIDs)
+	}
+	parts, n, err := req.body(make([]byte, 0, size))
 	if err != nil {
 		return nil, 0, err
 	}
@@ -368,7 +373,22 @@ func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, 
 		actx, cancel = context.WithTimeout(ctx, c.cfg.Retry.AttemptTimeout)
 		defer cancel()
 	}
-	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", bytes.NewReader(body))
+	var hreq *http.Request
+	if len(parts) == 1 || n <= joinBelow {
+		// one buffer: net/http sends an in-memory body with its headers, in one write
+		body := parts[0]
+		if len(parts) > 1 {
+			body = slices.Concat(parts...)
+		}
+		hreq, err = http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", bytes.NewReader(body))
+	} else {
+		// the kept ids' array is sent where it lies (net/http writes the headers first, then the body)
+		hreq, err = http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", newPartsReader(parts))
+		if err == nil {
+			hreq.ContentLength = int64(n)
+			hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(newPartsReader(parts)), nil }
+		}
+	}
 	if err != nil {
 		return nil, 0, err
 	}
@@ -702,6 +722,34 @@ func (c *Client) Stats() Stats {
 }
 
 // --- helpers ----------------------------------------------------------------------------------------------
+
+// joinBelow is the body size under which a body in parts (IDsCache) is joined into one buffer: copying it costs
+// less than the extra write that net/http makes for a body it does not know to be in memory.
+const joinBelow = 64 << 10
+
+// partsReader reads byte slices one after the other: a request body whose ids' array is kept between requests
+// (IDsCache) is sent without copying it into one buffer. It never writes to the slices.
+type partsReader struct {
+	parts  [][]byte
+	i, off int // the next byte is parts[i][off]
+}
+
+func newPartsReader(parts [][]byte) *partsReader { return &partsReader{parts: parts} }
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) && r.i < len(r.parts) {
+		k := copy(p[n:], r.parts[r.i][r.off:])
+		n += k
+		if r.off += k; r.off == len(r.parts[r.i]) {
+			r.i, r.off = r.i+1, 0
+		}
+	}
+	if n == 0 && r.i == len(r.parts) {
+		return 0, io.EOF
+	}
+	return n, nil
+}
 
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 

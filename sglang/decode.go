@@ -369,12 +369,13 @@ func (s *scanner) stringInto(dst *string) bool {
 		*dst = string(raw)
 		return true
 	}
-	// escapes (common in generated text) or invalid UTF-8: let encoding/json unquote this one string
-	s.i = start
-	if !s.skip(0) {
+	// escapes (common in generated text) or invalid UTF-8: unquoted as encoding/json does
+	v, end, ok := jsonw.Unquote(s.b[start:])
+	if !ok {
 		return false
 	}
-	return json.Unmarshal(s.b[start:s.i], dst) == nil
+	*dst, s.i = v, start+end
+	return true
 }
 
 func (s *scanner) int32sInto(dst *[]int32) bool {

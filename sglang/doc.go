@@ -46,6 +46,8 @@
 //
 // # Notes
 //
+// Every turn of a conversation sends its whole context: a conversation's IDsCache (GenerateRequest.IDsCache) keeps
+// the encoded input_ids between its requests, so that a turn encodes only its new ids (the body is the same bytes).
 // The client does not stream (SSE) and does not batch: one request, one response. Admin calls make a single
 // attempt. The HTTP transport keeps up to MaxInFlightPerWorker idle connections per host and no client-wide
 // timeout; deadlines come from ctx (or Config.RequestTimeout / AdminTimeout when ctx has none).

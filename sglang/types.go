@@ -50,6 +50,23 @@ type GenerateRequest struct {
 	// Extra holds further top-level keys (for example "extra_key", "session_params"), merged into the JSON
 	// object. A key that names a field above is an error when encoding.
 	Extra map[string]any `json:"-"`
+	// IDsCache, if set, keeps InputIDs' JSON from one request to the next, so that a request whose InputIDs extend
+	// the previous one's (a conversation's next turn) encodes only the new ids. The body is the same bytes with
+	// it or without. Never on the wire.
+	IDsCache *IDsCache `json:"-"`
+}
+
+// IDsCache keeps a conversation's input_ids encoded between its requests (GenerateRequest.IDsCache): each turn
+// sends the whole conversation again, one turn longer, and encoding all of it every turn made a turn's cost grow
+// with the context. A request whose InputIDs begin with the previous request's encodes only the rest; any other is
+// encoded anew, so a cache shared by mistake, or ids changed in place, cost time but never send stale ids. Prompts
+// under 8,192 ids are encoded whole and leave the cache alone.
+//
+// The zero value is ready for use. An IDsCache is for one conversation's requests, one at a time (as a
+// conversation makes them): it is not safe for concurrent use. It holds the ids' JSON and a copy of the ids
+// (about 9 bytes a token) until it is dropped.
+type IDsCache struct {
+	list jsonw.IntList[int32]
 }
 
 // SamplingParams is SGLang's sampling_params object. Pointer fields and empty values are omitted, so the
@@ -294,6 +311,34 @@ func (r *GenerateRequest) appendJSON(b []byte) ([]byte, error) {
 		b = jsonw.AppendInts(b, r.InputIDs)
 		b = append(b, ',')
 	}
+	return r.appendRest(b)
+}
+
+// idsCacheFrom is the prompt length from which an IDsCache is used: a shorter prompt is encoded whole, which costs
+// little (tens of µs), and a conversation that stays short (most agent episodes) holds no cache memory.
+const idsCacheFrom = 8 << 10
+
+// idsHead opens a request body that starts with input_ids.
+const idsHead = `{"input_ids":`
+
+// body returns r's JSON encoding in parts, to be sent one after the other, and their total length. With an
+// IDsCache and InputIDs the parts are idsHead, the ids' array (kept in the cache between requests: it must not be
+// written to) and the rest; without, the whole encoding, appended to buf.
+func (r *GenerateRequest) body(buf []byte) (parts [][]byte, n int, err error) {
+	if r.IDsCache == nil || len(r.InputIDs) < idsCacheFrom {
+		b, err := r.appendJSON(buf)
+		return [][]byte{b}, len(b), err
+	}
+	ids, _ := r.IDsCache.list.Open(r.InputIDs)
+	rest, err := r.appendRest(append(buf, "],"...))
+	if err != nil {
+		return nil, 0, err
+	}
+	return [][]byte{[]byte(idsHead), ids, rest}, len(idsHead) + len(ids) + len(rest), nil
+}
+
+// appendRest appends what follows input_ids in r's encoding (the object's '{' and input_ids written before it).
+func (r *GenerateRequest) appendRest(b []byte) ([]byte, error) {
 	if r.Text != "" {
 		b = append(b, `"text":`...)
 		b = jsonw.AppendString(b, r.Text)

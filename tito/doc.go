@@ -10,7 +10,8 @@
 // cgo (the static library of github.com/daulet/tokenizers v1.22.1, built by `make setup`); it is safe for
 // concurrent use. ChatTemplate renders chat templates as transformers does (minijinja through our C ABI in
 // tito/jinja, docs/templates.md): Render for full prompts, RenderDelta for later turns, DeltaCheck to refuse a
-// template that cannot be continued exactly. Trajectory is the token manager of one episode: AppendPrompt, NextRequest and
+// template that cannot be continued exactly; a conversation's MessageCache (RenderOptions.Messages) keeps its
+// messages as the engine reads them, so that a later turn writes only its new ones. Trajectory is the token manager of one episode: AppendPrompt, NextRequest and
 // AppendResponse enforce docs/design.md's invariants (prefix, verbatim responses, aligned arrays) and return an
 // *InvariantError instead of repairing anything; Validate re-checks a whole trajectory, Audit records
 // re-tokenization drift per response segment, SlimeSample exports slime's Sample fields. A Trajectory

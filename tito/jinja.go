@@ -49,6 +49,16 @@ func takeText(t C.AgentrtText) string {
 	return s
 }
 
+// viewText is t as a Go string over the engine's memory, without copying it (a render at a long context is hundreds
+// of KB, and copying it into the Go heap cost every turn its size again); free releases it, after which the
+// string and every string cut from it must not be used.
+func viewText(t C.AgentrtText) (s string, free func()) {
+	if t.ptr == nil {
+		return "", func() {}
+	}
+	return unsafe.String((*byte)(unsafe.Pointer(t.ptr)), int(t.len)), func() { C.agentrt_jinja_free_text(t) }
+}
+
 func cBytes(b []byte) (*C.char, C.size_t) {
 	if len(b) == 0 {
 		return nil, 0
@@ -127,8 +137,9 @@ func (j *jinjaTemplate) renderWith(vars *jinjaVars, msgs encodedMessages, addGen
 
 // renderDelta renders the messages (encodeMessages') and returns where in the text the template first writes message
 // index's content. Where the engine cannot see that (at < 0), or with alwaysProbe, probe is a second render with
-// that content replaced by probeContent, sharing one parse of the messages.
-func (j *jinjaTemplate) renderDelta(vars *jinjaVars, msgs encodedMessages, index int, probeContent string, alwaysProbe, addGenerationPrompt bool, now time.Time) (full string, at int, probe string, _ *TemplateError) {
+// that content replaced by probeContent, sharing one parse of the messages. full and probe are views of the
+// engine's memory (viewText): the caller copies what it keeps, then calls free.
+func (j *jinjaTemplate) renderDelta(vars *jinjaVars, msgs encodedMessages, index int, probeContent string, alwaysProbe, addGenerationPrompt bool, now time.Time) (full string, at int, probe string, free func(), _ *TemplateError) {
 	p, n := cBytes(msgs.json)
 	e, ne := cEnds(msgs.ends)
 	cb := []byte(probeContent)
@@ -142,9 +153,11 @@ func (j *jinjaTemplate) renderDelta(vars *jinjaVars, msgs encodedMessages, index
 	runtime.KeepAlive(cb)
 	runtime.KeepAlive(j)
 	runtime.KeepAlive(vars)
-	full, probe = takeText(a), takeText(b)
 	if rc != jinjaOK {
-		return "", -1, "", &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: full}
+		takeText(b)
+		return "", -1, "", func() {}, &TemplateError{Raised: rc == jinjaRaised, Line: int(line), Message: takeText(a)}
 	}
-	return full, int(pos), probe, nil
+	full, freeA := viewText(a)
+	probe, freeB := viewText(b)
+	return full, int(pos), probe, func() { freeA(); freeB() }, nil
 }

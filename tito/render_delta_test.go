@@ -48,10 +48,11 @@ func TestRenderDeltaOneRender(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, at, _, terr := tpl.engine.renderDelta(p.vars, msgs, len(history), "probe", false, true, tpl.now())
+			_, at, _, free, terr := tpl.engine.renderDelta(p.vars, msgs, len(history), "probe", false, true, tpl.now())
 			if terr != nil {
 				t.Fatal(terr)
 			}
+			free()
 			if got := at >= 0; got != oneRender[g.Family] {
 				t.Errorf("one render: %v, want %v", got, oneRender[g.Family])
 			}

@@ -76,6 +76,10 @@ type RenderOptions struct {
 	// They override the special tokens of the same name. The names messages, tools, documents and
 	// add_generation_prompt are reserved.
 	Kwargs map[string]any
+	// Messages, if set, is the conversation's MessageCache: the messages' JSON for the engine, kept from one
+	// render to the next, so that a render writes only the messages the last one did not have. The text is the
+	// same with it or without.
+	Messages *MessageCache
 }
 
 // TemplateOption configures NewChatTemplate.
@@ -252,7 +256,7 @@ func (t *ChatTemplate) Render(msgs []Message, o RenderOptions) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return t.renderPrepared(msgs, p, o.AddGenerationPrompt)
+	return t.renderPrepared(msgs, p, o)
 }
 
 // prepared holds render options converted once: the variables besides messages and add_generation_prompt,
@@ -355,12 +359,12 @@ func optionsKey(o RenderOptions) string {
 	return b.String()
 }
 
-func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGenerationPrompt bool) (string, error) {
-	b, err := encodeMessages(msgs)
+func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, o RenderOptions) (string, error) {
+	b, err := o.encode(msgs)
 	if err != nil {
 		return "", err
 	}
-	text, terr := t.engine.renderWith(p.vars, b, addGenerationPrompt, t.now())
+	text, terr := t.engine.renderWith(p.vars, b, o.AddGenerationPrompt, t.now())
 	if terr != nil {
 		terr.Name = t.name
 		return "", terr
@@ -373,6 +377,14 @@ func (t *ChatTemplate) renderPrepared(msgs []Message, p *prepared, addGeneration
 type encodedMessages struct {
 	json []byte
 	ends []uint32
+}
+
+// encode writes the messages as the JSON array the engine reads, through o.Messages when it is set.
+func (o *RenderOptions) encode(msgs []Message) (encodedMessages, error) {
+	if o.Messages != nil {
+		return o.Messages.encode(msgs)
+	}
+	return encodeMessages(msgs)
 }
 
 // encodeMessages writes the messages as the JSON array the engine reads.
@@ -696,15 +708,18 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 		return "", errors.New("tito: render delta: the first new message needs text content (the history's end is found by it)")
 	}
 	all := slices.Concat(history, newMsgs)
-	msgs, err := encodeMessages(all)
+	msgs, err := o.encode(all)
 	if err != nil {
 		return "", err
 	}
-	full, at, probe, terr := t.engine.renderDelta(p.vars, msgs, len(history), t.defuse(replaceInvalidUTF8(first.Content))+deltaMark, t.probeOnly, o.AddGenerationPrompt, t.now())
+	full, at, probe, free, terr := t.engine.renderDelta(p.vars, msgs, len(history), t.defuse(replaceInvalidUTF8(first.Content))+deltaMark, t.probeOnly, o.AddGenerationPrompt, t.now())
 	if terr != nil {
 		terr.Name = t.name
 		return "", terr
 	}
+	// full and probe are the engine's memory until free: only copies leave (the delta, and errors' text, which
+	// fmt copies)
+	defer free()
 	located := full // the render the history's end is found in
 	if at < 0 || t.probeOnly {
 		located, at = probe, strings.Index(probe, deltaMark)
@@ -725,7 +740,7 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	if err := t.checkLastTurn(located[:cut], &history[len(history)-1]); err != nil {
 		return "", err
 	}
-	return full[cut:], nil
+	return strings.Clone(full[cut:]), nil
 }
 
 // defuse breaks up the stop tokens' text inside content (with an invisible separator after its first byte), so

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -157,5 +159,88 @@ func BenchmarkTypicalTurnDelta(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// longConversation is the long-horizon benchmark's fixed-context episode (bench/long_horizon.py, flat2k and
+// flat118k) after 20 turns: a system prompt, a user message of notes of about words words, then 20 rounds of a
+// thinking assistant turn with one calculator call and its result; and the next result, the delta's new message.
+func longConversation(words int) (history, newMsgs []Message) {
+	vocab := strings.Fields("the of and a to in is that for it as was with be by on not he this are or his from at which but have an they you were her she there one all we their")
+	text := func(n, seed int) string {
+		var b strings.Builder
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteString(vocab[(i*7+seed*13+i*i)%len(vocab)])
+		}
+		return b.String()
+	}
+	history = []Message{
+		{Role: RoleSystem, Content: "You are a careful assistant. Use the tools, then give the final answer."},
+		{Role: RoleUser, Content: "Here are my notes:\n\n" + text(words, 1) + "\n\nUse the calculator for each step, then tell me when you are done."},
+	}
+	result := func(t int) Message {
+		return Message{Role: RoleTool, ToolCallID: "call_" + strconv.Itoa(t), Name: "calculator", Content: strconv.Itoa(3*(t+7) + t)}
+	}
+	for t := range 20 {
+		args := `{"expression": "3*` + strconv.Itoa(t+7) + `+` + strconv.Itoa(t) + `"}`
+		history = append(history,
+			Message{Role: RoleAssistant, Content: "<think>\n" + text(30+t, t) + "\n</think>\n\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": " + args + "}\n</tool_call>",
+				ToolCalls: []ToolCall{{ID: "call_" + strconv.Itoa(t), Type: "function", Function: FunctionCall{Name: "calculator", Arguments: json.RawMessage(args)}}}},
+			result(t))
+	}
+	history = append(history, Message{Role: RoleAssistant, Content: "<think>\n" + text(40, 99) + "\n</think>\n\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1+1\"}}\n</tool_call>",
+		ToolCalls: []ToolCall{{ID: "call_20", Type: "function", Function: FunctionCall{Name: "calculator", Arguments: json.RawMessage(`{"expression": "1+1"}`)}}}})
+	return history, []Message{result(20)}
+}
+
+// BenchmarkRenderDeltaLongContext is one later turn's delta of the long-horizon benchmark's fixed-context episode
+// (Qwen3, thinking on, two tools) at ~2k and ~118k tokens of context: what a turn costs in the template as the
+// context grows; whole writes every message's JSON for the engine, cached keeps them in a MessageCache (as the
+// agent loop does), so that a turn writes only its last two messages (the model's call and its result: two
+// conversations that differ there take turns). Compare ctx=2k and ctx=118k in one run (and encode-*, the
+// messages' JSON alone).
+func BenchmarkRenderDeltaLongContext(b *testing.B) {
+	tpl := familyBenchTemplate(b, "qwen3")
+	for _, c := range []struct {
+		name  string
+		words int
+	}{{"ctx=2k", 1200}, {"ctx=118k", 113000}} {
+		history, newMsgs := longConversation(c.words)
+		// the other conversation: the same but for the last call and its result
+		other, otherNew := slices.Clone(history), []Message{newMsgs[0]}
+		last := other[len(other)-1]
+		last.Content = strings.Replace(last.Content, "1+1", "2+2", 1)
+		other[len(other)-1] = last
+		otherNew[0].Content = "4"
+		turns := [2][2][]Message{{history, newMsgs}, {other, otherNew}}
+		for _, mode := range []string{"whole", "cached"} {
+			b.Run(c.name+"/"+mode, func(b *testing.B) {
+				o := RenderOptions{Tools: benchTools()[:2], AddGenerationPrompt: true, Kwargs: map[string]any{"enable_thinking": true}}
+				if mode == "cached" {
+					o.Messages = new(MessageCache)
+				}
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					tr := turns[i%2]
+					if _, err := tpl.RenderDelta(tr[0], tr[1], o); err != nil {
+						b.Fatal(err)
+					}
+					i++
+				}
+			})
+		}
+		b.Run("encode-"+c.name, func(b *testing.B) {
+			all := slices.Concat(history, newMsgs)
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := encodeMessages(all); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

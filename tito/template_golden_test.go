@@ -133,6 +133,14 @@ func TestTemplateGolden(t *testing.T) {
 				if got != c.Expected {
 					t.Errorf("render differs from transformers\n%s", textDiff(got, c.Expected))
 				}
+				// with a MessageCache: filled by the first render, reused whole by the second
+				oc := o
+				oc.Messages = new(MessageCache)
+				for i := range 2 {
+					if got, err := tpl.Render(mustMessages(t, c.Messages), oc); err != nil || got != c.Expected {
+						t.Errorf("render %d with a message cache: %v\n%s", i+1, err, textDiff(got, c.Expected))
+					}
+				}
 			case "delta":
 				history, newMsgs := mustMessages(t, c.History), mustMessages(t, c.New)
 				hist, err := tpl.Render(history, RenderOptions{Tools: o.Tools, Kwargs: o.Kwargs})
@@ -150,6 +158,20 @@ func TestTemplateGolden(t *testing.T) {
 					t.Errorf("full render differs from transformers\n%s", textDiff(full, c.ExpectedFull))
 				}
 				checkDelta(t, tpl, c, newMsgs, o)
+				// with a MessageCache that the history's render filled: the delta reuses it
+				want, err := tpl.RenderDelta(history, newMsgs, o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				mc := new(MessageCache)
+				if _, err := tpl.Render(history, RenderOptions{Tools: o.Tools, Kwargs: o.Kwargs, Messages: mc}); err != nil {
+					t.Fatal(err)
+				}
+				oc := o
+				oc.Messages = mc
+				if got, err := tpl.RenderDelta(history, newMsgs, oc); err != nil || got != want {
+					t.Errorf("delta with a message cache: %v\n%s", err, textDiff(got, want))
+				}
 			case "error":
 				_, err := tpl.Render(mustMessages(t, c.Messages), o)
 				if err == nil {

@@ -164,6 +164,18 @@ type Trajectory struct {
 	Warnings   []string           `json:"warnings,omitempty"`
 	// Drift summarises the drift audit (nil until Audit runs).
 	Drift *DriftSummary `json:"drift,omitempty"`
+	// Tools are the tool specs every sample's prompt renders; written only for a multi-sample episode, whose later
+	// samples' first prompts are full renders (SampleOrigin.PromptMessages).
+	Tools []json.RawMessage `json:"tools,omitempty"`
+	// TemplateKwargs are the chat template's extra variables of every render (an agent's chat_template_kwargs);
+	// written only for a multi-sample episode, as Tools.
+	TemplateKwargs map[string]any `json:"chat_template_kwargs,omitempty"`
+	// Samples are the earlier samples of a multi-sample episode (NewSample), in order; the trajectory's own chain
+	// (TokenIDs ... Segments, Messages) is the last, and Origin says where it came from. Empty for a one-chain
+	// episode. JSON carries them as "samples": every sample, the last repeating the trajectory's own chain, and
+	// leaves the key out for a one-chain episode, whose JSON is what it always was.
+	Samples []Sample     `json:"-"`
+	Origin  SampleOrigin `json:"-"`
 
 	pending int // index of the first token whose logprob is pending (== len(TokenIDs) when none)
 	turns   int // responses appended so far
@@ -467,7 +479,8 @@ func idAt(ids []int32, i int) string {
 
 func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
-// Validate checks every invariant of the whole trajectory: equal array lengths; segments that tile the
+// Validate checks every invariant of the whole trajectory (every sample of a multi-sample episode, each a chain
+// that ends in a response, with consistent origins): equal array lengths; segments that tile the
 // tokens, start with a prompt, alternate, and number their turns 0, 1, ...; loss mask 0 on prompt tokens and
 // 1 on response tokens; response segments with their TurnInfo; logprobs finite everywhere except token 0
 // (which must be null), the first prompt (all null, as NextRequest asks for none; trajectories made before
@@ -477,6 +490,9 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 //
 // An *InvariantError wrapping ErrAlignment, ErrSequence or ErrLogprobs, with Turn -1.
 func (t *Trajectory) Validate() error {
+	if err := t.validateSamples(); err != nil {
+		return err
+	}
 	n := len(t.TokenIDs)
 	if len(t.LossMask) != n || len(t.Logprobs) != n {
 		return invariantErr(ErrAlignment, -1, -1, "len(token_ids) %d, len(loss_mask) %d, len(logprobs) %d", n, len(t.LossMask), len(t.Logprobs))

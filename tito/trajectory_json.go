@@ -195,6 +195,61 @@ func (t *Trajectory) AppendJSON(b []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(t.Samples) > 0 {
+		field("tools", t.Tools, true)
+		field("chat_template_kwargs", t.TemplateKwargs, true)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"samples":[`...)
+		for i, s := range t.AllSamples() {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendSample(b, &s); err != nil {
+				return nil, fmt.Errorf("tito: trajectory sample %d: %w", i, err)
+			}
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}'), nil
+}
+
+// appendSample writes one entry of "samples": its origin, then its chain and messages.
+func appendSample(b []byte, s *Sample) ([]byte, error) {
+	origin, err := json.Marshal(s.SampleOrigin)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, origin[:len(origin)-1]...) // the origin's fields, the object left open
+	b = append(b, `,"token_ids":`...)
+	b = jsonw.AppendInts(b, s.TokenIDs)
+	b = append(b, `,"loss_mask":`...)
+	b = jsonw.AppendInts(b, s.LossMask)
+	b = append(b, `,"logprobs":`...)
+	if b, err = appendLogprobs(b, s.Logprobs); err != nil {
+		return nil, err
+	}
+	if len(s.WeightVersions) > 0 {
+		raw, err := json.Marshal(s.WeightVersions)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, `,"weight_versions":`...)
+		b = append(b, raw...)
+	}
+	segs := s.Segments
+	if segs == nil {
+		segs = []Segment{}
+	}
+	raw, err := json.Marshal(segs)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"segments":`...)
+	b = append(b, raw...)
+	b = append(b, `,"messages":`...)
+	b = append(b, rawOrNull(s.Messages)...)
 	return append(b, '}'), nil
 }
 
@@ -213,13 +268,18 @@ type trajectoryJSON Trajectory
 //
 // # Errors
 //
-// Invalid JSON, a loss mask entry other than 0/1, or a missing token_ids field. The invariants are not
+// Invalid JSON, a loss mask entry other than 0/1, a missing token_ids field, or a "samples" list whose last entry
+// is not the trajectory's own chain (or that has one entry: one sample is written without the list). The invariants are not
 // checked here: call Validate.
 func (t *Trajectory) UnmarshalJSON(b []byte) error {
-	var v trajectoryJSON
-	if err := json.Unmarshal(b, &v); err != nil {
+	var w struct {
+		trajectoryJSON
+		Samples json.RawMessage `json:"samples"` // Trajectory's own Samples field is "-"
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
 		return fmt.Errorf("tito: trajectory: %w", err)
 	}
+	v := w.trajectoryJSON
 	if v.TokenIDs == nil {
 		var probe map[string]json.RawMessage
 		if json.Unmarshal(b, &probe) == nil {
@@ -230,6 +290,9 @@ func (t *Trajectory) UnmarshalJSON(b []byte) error {
 	}
 	*t = Trajectory(v)
 	t.restoreState()
+	if len(w.Samples) > 0 && string(w.Samples) != "null" {
+		return t.decodeSamples(w.Samples)
+	}
 	return nil
 }
 

@@ -136,6 +136,9 @@ func printCheck(w io.Writer, m *tito.Model, d family.Detection, r *family.Report
 		fmt.Fprintf(tw, "models:\t%s\n", p.Models)
 		fmt.Fprintf(tw, "parser:\t%s\n", orDash(r.Parser))
 		fmt.Fprintf(tw, "reasoning:\t%s\n", p.Reasoning)
+		if r.History != "" {
+			fmt.Fprintf(tw, "history:\t%s\n", r.History)
+		}
 		fmt.Fprintf(tw, "end of turn:\t%s\n", endOfTurnRule(m, p))
 		for i, k := range p.Kwargs {
 			label := ""

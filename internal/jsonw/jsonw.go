@@ -164,18 +164,23 @@ type Integer interface {
 
 // AppendInts appends xs to b as a JSON array of decimal integers ("[]" when xs is empty or nil).
 func AppendInts[T Integer](b []byte, xs []T) []byte {
+	b = appendElems(append(b, '['), xs, false)
+	return append(b, ']')
+}
+
+// appendElems appends xs to b as decimal integers separated by commas, with a comma before the first too when
+// comma is set.
+func appendElems[T Integer](b []byte, xs []T, comma bool) []byte {
 	// Digits are written into the slice's spare room rather than appended one by one (appending checks the
 	// capacity per byte, and a prompt's ids are most of a request), two at a time.
 	const most = len(",-9223372036854775808")
 	n := len(b)
-	b = grow(b, 2+4*len(xs))
-	b[n] = '['
-	n++
+	b = grow(b, 1+4*len(xs))
 	for i, x := range xs {
-		if n+most+1 > len(b) { // room for the longest element and the closing bracket
+		if n+most+1 > len(b) { // room for the longest element and a closing bracket
 			b = grow(b[:n], most+1+4*(len(xs)-i))
 		}
-		if i > 0 {
+		if i > 0 || comma {
 			b[n] = ','
 			n++
 		}
@@ -188,9 +193,57 @@ func AppendInts[T Integer](b []byte, xs []T) []byte {
 		}
 		n = putUint(b, n, u)
 	}
-	b = b[:n+1]
-	b[n] = ']'
-	return b
+	return b[:n]
+}
+
+// IntList is the JSON array of a list of integers that grows between writes, kept from one write to the next: a
+// list that extends the one written last costs only its new integers. A conversation's prompt is sent whole on
+// every turn, one turn longer each time, so writing it whole would cost every turn the whole context.
+//
+// The zero value is an empty list, ready for use. An IntList is not safe for concurrent use.
+type IntList[T Integer] struct {
+	xs []T    // the integers of the last Open (a copy: the caller's slice may change)
+	b  []byte // their array without its closing bracket: "[", "[1", "[1,2", ...
+}
+
+// Open returns xs as a JSON array without its closing bracket ("[" for an empty list, "[1,2" for 1, 2); the
+// caller writes the ']'. When xs begins with the integers of the last Open only the rest are written; otherwise
+// the array is written anew. reused is how many integers were kept.
+//
+// Knowing that xs extends the last list takes one comparison of the two (memory-speed, a fraction of writing
+// them), so a caller that changed an integer it had given before still gets its own list, never a stale one.
+//
+// The returned bytes stay valid and unchanged after later calls (they only append past the end of earlier
+// results, or write a new array), so they may be handed to a writer that outlives the call: an HTTP request body
+// that the transport may still be sending after the response came back.
+func (l *IntList[T]) Open(xs []T) (open []byte, reused int) {
+	k := len(l.xs)
+	if k > len(xs) || !sameInts(l.xs, xs[:k]) {
+		// a new array: the old one may still be being read
+		k = 0
+		l.xs = l.xs[:0]
+		l.b = make([]byte, 1, 1+5*len(xs))
+		l.b[0] = '['
+	} else if l.b == nil {
+		l.b = []byte{'['}
+	}
+	l.b = appendElems(l.b, xs[k:], k > 0)
+	l.xs = append(l.xs, xs[k:]...)
+	return l.b[:len(l.b):len(l.b)], k
+}
+
+// sameInts reports whether a and b hold the same integers, comparing their memory (a loop over the elements is
+// several times slower).
+func sameInts[T Integer](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	if len(a) == 0 {
+		return true
+	}
+	size := len(a) * int(unsafe.Sizeof(a[0]))
+	return string(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(a))), size)) ==
+		string(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b))), size))
 }
 
 // digitPairs holds "00" to "99".

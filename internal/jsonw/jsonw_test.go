@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -84,6 +86,54 @@ func TestAppendInts(t *testing.T) {
 	want, _ := json.Marshal(long)
 	if got := jsonw.AppendInts(make([]byte, 0, 3), long); !bytes.Equal(got, want) {
 		t.Errorf("3000 int64s differ from encoding/json's")
+	}
+}
+
+// TestIntList: an IntList's array is AppendInts' whatever the lists given, kept where a list extends the last one
+// (only the new integers written), written anew where it does not (shorter, or an integer changed), and the bytes
+// it returned before never change.
+func TestIntList(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var l jsonw.IntList[int32]
+	var xs []int32
+	type given struct{ open, want []byte }
+	var earlier []given
+	for step := range 2000 {
+		wantReused := len(xs)
+		switch op := rng.IntN(10); {
+		case op < 6: // extend (the common case: a conversation's next turn)
+			for range rng.IntN(50) {
+				xs = append(xs, int32(rng.IntN(300000))-1000)
+			}
+		case op == 6: // the same list again (a retry)
+		case op == 7 && len(xs) > 0: // shorter
+			xs = slices.Clone(xs[:rng.IntN(len(xs))])
+			wantReused = 0
+		case op == 8 && len(xs) > 0: // one integer changed in place, then extended
+			xs[rng.IntN(len(xs))] ^= 1
+			xs = append(xs, 7)
+			wantReused = 0
+		case op == 9: // empty
+			xs = xs[:0]
+			wantReused = 0
+		}
+		open, reused := l.Open(xs)
+		want := jsonw.AppendInts(nil, xs)
+		if got := append(slices.Clone(open), ']'); !bytes.Equal(got, want) {
+			t.Fatalf("step %d: Open(%d ints) = %.80s..., AppendInts writes %.80s...", step, len(xs), got, want)
+		}
+		if reused != wantReused {
+			t.Fatalf("step %d: reused %d of %d ints, want %d", step, reused, len(xs), wantReused)
+		}
+		earlier = append(earlier, given{open, want[:len(want)-1]})
+		for i, g := range earlier {
+			if !bytes.Equal(g.open, g.want) {
+				t.Fatalf("step %d: the bytes Open returned at step %d changed", step, i)
+			}
+		}
+		if len(earlier) > 20 {
+			earlier = earlier[1:]
+		}
 	}
 }
 
@@ -291,4 +341,25 @@ func TestNumberEnd(t *testing.T) {
 		}
 		checkNumber(t, tc.in)
 	}
+}
+
+// FuzzUnquote holds Unquote to encoding/json: a literal that encoding/json decodes, Unquote reads whole to the same
+// value, and one that Unquote reads whole, encoding/json decodes.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range append(seeds, `\"\\\/\b\f\n\r\t`, `\u00e9\ud83d\ude00`, `\ud800`, `\ud800\u0041`, `\udc00\ud800`, `\ud800\ude0`, `\x`, "\x01", `\u12`) {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		lit := []byte(`"` + body + `"`)
+		var want string
+		werr := json.Unmarshal(lit, &want)
+		got, end, ok := jsonw.Unquote(lit)
+		whole := ok && end == len(lit)
+		if werr == nil && (!whole || got != want) {
+			t.Fatalf("Unquote(%q) = %q, %d, %v; encoding/json: %q", lit, got, end, ok, want)
+		}
+		if whole && werr != nil {
+			t.Fatalf("Unquote(%q) = %q, but encoding/json refuses it: %v", lit, got, werr)
+		}
+	})
 }

@@ -128,11 +128,48 @@ type Agent struct {
 	PartialRollout string `toml:"partial_rollout"`
 	// MaskOffPolicy sets loss_mask 0 on response tokens of an older weight version than the trajectory's last
 	// (slime's --mask-offpolicy-in-partial-rollout); the trajectory says so with offpolicy_masked.
-	MaskOffPolicy bool     `toml:"mask_offpolicy"`
-	Tools         []Plugin `toml:"tools"`
-	Hooks         []Plugin `toml:"hooks"`
-	Reward        *Plugin  `toml:"reward"`
+	MaskOffPolicy bool `toml:"mask_offpolicy"`
+	// History is "as-generated" (the default: an episode is one chain, later turns append deltas after the tokens
+	// the model generated) or "as-deployed" (each turn's prompt is the chat template's full render of the
+	// conversation so far, as a deployed model sees it, and every turn after the first is a new sample).
+	History string `toml:"history"`
+	// Context is [agent.context]: what the loop does when an episode's context passes a threshold.
+	Context Context  `toml:"context"`
+	Tools   []Plugin `toml:"tools"`
+	Hooks   []Plugin `toml:"hooks"`
+	Reward  *Plugin  `toml:"reward"`
 }
+
+// Context is an agent's [agent.context] table. With Policy "keep_last", when the episode's context (the current
+// sample's tokens, the pending tool results included) passes MaxTokens before a model call, the conversation is
+// replaced by its first prompt's messages (the system prompt and the item's messages) and its last KeepTurns turns
+// (an assistant message and the messages after it), and a new sample of the episode begins, its prompt the chat
+// template's full render of that conversation (docs/PROTOCOL.md section 7).
+type Context struct {
+	// Policy is "" or "none" (the default: an episode is one chain and ends truncated/context_window when it fills
+	// the window) or "keep_last".
+	Policy string `toml:"policy"`
+	// MaxTokens is the threshold in tokens; it must leave room for a reply in the context window.
+	MaxTokens int `toml:"max_tokens"`
+	// KeepTurns is how many of the latest turns a compaction keeps (>= 1 for keep_last, >= 0 for summarize).
+	KeepTurns int `toml:"keep_turns"`
+	// SummaryPrompt is the summarize policy's request to the model ("": the runtime's default, which asks for the
+	// task, what was done and found, and what is left, without tool calls).
+	SummaryPrompt string `toml:"summary_prompt"`
+}
+
+// The history modes (agent.history).
+const (
+	HistoryAsGenerated = "as-generated"
+	HistoryAsDeployed  = "as-deployed"
+)
+
+// The [agent.context] policies.
+const (
+	ContextNone      = "none"
+	ContextKeepLast  = "keep_last"
+	ContextSummarize = "summarize"
+)
 
 // Plugin is a [[agent.tools]], [[agent.hooks]] or [agent.reward] entry: a plugin (a built-in such as
 // "builtin:calculator", or a .wasm file) and its settings, or a command, MCP or environment tool.
@@ -286,6 +323,46 @@ const (
 	PartialResume = "resume"
 )
 
+// validateContext checks [agent.context].
+func (a *Agent) validateContext() error {
+	c := a.Context
+	switch c.Policy {
+	case "", ContextNone:
+		if c.MaxTokens != 0 || c.KeepTurns != 0 || c.SummaryPrompt != "" {
+			key := "agent.context.max_tokens"
+			if c.MaxTokens == 0 {
+				key = "agent.context.keep_turns"
+			}
+			return &FieldError{key, fmt.Sprintf("agent %q: max_tokens and keep_turns need a policy (\"keep_last\")", a.Name)}
+		}
+		return nil
+	case ContextKeepLast, ContextSummarize:
+	default:
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: %q is not a policy (use \"none\", \"keep_last\" or \"summarize\")", a.Name, c.Policy)}
+	}
+	if c.SummaryPrompt != "" && c.Policy != ContextSummarize {
+		return &FieldError{"agent.context.summary_prompt", fmt.Sprintf("agent %q: summary_prompt needs policy \"summarize\"", a.Name)}
+	}
+	// A setting left out is named by the policy's line; one given out of range by its own.
+	switch {
+	case c.MaxTokens == 0:
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: policy %q needs max_tokens (the threshold, > 0)", a.Name, c.Policy)}
+	case c.MaxTokens < 0:
+		return &FieldError{"agent.context.max_tokens", fmt.Sprintf("agent %q: must be > 0 with policy %q", a.Name, c.Policy)}
+	case c.KeepTurns == 0 && c.Policy == ContextKeepLast:
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: policy %q needs keep_turns (>= 1)", a.Name, c.Policy)}
+	case c.KeepTurns < 0:
+		return &FieldError{"agent.context.keep_turns", fmt.Sprintf("agent %q: must be >= 1 with policy %q", a.Name, c.Policy)}
+	}
+	if a.ContextWindow > 0 && c.MaxTokens+a.Sampling.MaxNewTokens > a.ContextWindow {
+		return &FieldError{"agent.context.max_tokens", fmt.Sprintf("agent %q: max_tokens %d + sampling.max_new_tokens %d is past the %d-token context_window: a turn at the threshold would have no room for its reply", a.Name, c.MaxTokens, a.Sampling.MaxNewTokens, a.ContextWindow)}
+	}
+	if a.MaskOffPolicy {
+		return &FieldError{"agent.context.policy", fmt.Sprintf("agent %q: mask_offpolicy is not supported with a context policy yet (it masks one chain)", a.Name)}
+	}
+	return nil
+}
+
 // FieldError is a validation error tied to a config key, so the loader can name the file and line.
 type FieldError struct {
 	Key string // dotted key, e.g. "agent.sampling.max_new_tokens" (array tables without indices)
@@ -386,6 +463,15 @@ func (c *Config) Validate() error {
 		}
 		if a.MaxResponseTokens < 0 {
 			return &FieldError{"agent.max_response_tokens", fmt.Sprintf("agent %q: must be >= 0 (0: no budget)", a.Name)}
+		}
+		if a.History != "" && a.History != HistoryAsGenerated && a.History != HistoryAsDeployed {
+			return &FieldError{"agent.history", fmt.Sprintf("agent %q: %q is not a history mode (use %q or %q)", a.Name, a.History, HistoryAsGenerated, HistoryAsDeployed)}
+		}
+		if a.History == HistoryAsDeployed && a.MaskOffPolicy {
+			return &FieldError{"agent.history", fmt.Sprintf("agent %q: mask_offpolicy is not supported with history %q yet (it masks one chain)", a.Name, a.History)}
+		}
+		if err := a.validateContext(); err != nil {
+			return err
 		}
 		rewards := 0
 		for _, p := range a.Tools {

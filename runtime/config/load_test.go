@@ -96,6 +96,22 @@ func TestParseGood(t *testing.T) {
 	}
 }
 
+// withContext is good with an [agent.context] table of the given body.
+func withContext(body string) string {
+	return strings.Replace(good, "[[agent.tools]]", "[agent.context]\n"+body+"\n\n[[agent.tools]]", 1)
+}
+
+// TestParseContext: a keep_last [agent.context] reaches the agent's config.
+func TestParseContext(t *testing.T) {
+	c, err := Parse("runtime.toml", withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 4"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := c.Agents[0].Context, (Context{Policy: ContextKeepLast, MaxTokens: 3000, KeepTurns: 4}); got != want {
+		t.Fatalf("context %+v, want %+v", got, want)
+	}
+}
+
 func TestParseErrorsNameFileLineKey(t *testing.T) {
 	tests := []struct {
 		name, src                  string
@@ -150,6 +166,16 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"bus sync", good + "\n[bus]\nsync_interval = \"often\"\n", strings.Count(good, "\n") + 3, "bus.sync_interval", `want "always" or a positive duration`},
 		{"bus number as duration", good + "\n[bus]\nack_wait = 30\n", strings.Count(good, "\n") + 3, "bus.ack_wait", `want a duration such as "30s"`},
 		{"bus typo", good + "\n[bus]\nmax_delivr = 2\n", strings.Count(good, "\n") + 3, "bus.max_delivr", `did you mean "bus.max_deliver"`},
+		{"context bad policy", withContext(`policy = "summarise"`), 0, "agent.context.policy", `"summarise" is not a policy (use "none", "keep_last" or "summarize")`},
+		{"context no threshold", withContext(`policy = "keep_last"` + "\nkeep_turns = 2"), 0, "agent.context.policy", "needs max_tokens"},
+		{"context negative threshold", withContext(`policy = "keep_last"` + "\nmax_tokens = -1\nkeep_turns = 2"), 0, "agent.context.max_tokens", "must be > 0"},
+		{"context no keep_turns", withContext(`policy = "keep_last"` + "\nmax_tokens = 3000"), 0, "agent.context.policy", "needs keep_turns"},
+		{"context settings without a policy", withContext("max_tokens = 3000"), 0, "agent.context.max_tokens", "need a policy"},
+		{"context past the window", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3800\nkeep_turns = 2"), `tool_timeout = "5s"`, "context_window = 4096", 1), 0, "agent.context.max_tokens", "max_tokens 3800 + sampling.max_new_tokens 512 is past the 4096-token context_window"},
+		{"context with mask_offpolicy", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 2"), `tool_timeout = "5s"`, "mask_offpolicy = true", 1), 0, "agent.context.policy", "mask_offpolicy is not supported"},
+		{"bad history", strings.Replace(good, `tool_timeout = "5s"`, `history = "as-remembered"`, 1), 10, "agent.history", `"as-remembered" is not a history mode`},
+		{"summary_prompt without summarize", withContext(`policy = "keep_last"` + "\nmax_tokens = 3000\nkeep_turns = 2\nsummary_prompt = \"x\""), 0, "agent.context.summary_prompt", "needs policy"},
+		{"context typo", withContext("keep_turn = 2"), 0, "agent.context.keep_turn", `did you mean "agent.context.keep_turns"`},
 		{"viewer typo", good + "\n[viewer]\nrecnt = 9\n", strings.Count(good, "\n") + 3, "viewer.recnt", `did you mean "viewer.recent"`},
 	}
 	for _, tt := range tests {

@@ -183,6 +183,7 @@ func CheckModel(m *tito.Model, tmpl *tito.ChatTemplate, name, parser string, kwa
 	}
 	st := SelfTest(SelfTestInput{Model: m, Template: tmpl, Profile: d.Profile, Parser: parser, Parse: parse, Kwargs: kwargs})
 	r.Checks = append(r.Checks, st.Checks...)
+	r.History, r.HistoryRewritten = st.History, st.HistoryRewritten
 	return d, r
 }
 

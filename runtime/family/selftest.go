@@ -84,6 +84,13 @@ type Report struct {
 	Family string
 	Parser string
 	Checks []Check
+	// History says, for a family that reasons, whether its template shows an earlier turn's reasoning again (within
+	// a tool loop, and after a new user message), probed on the template itself once every check passed; a template
+	// that drops it makes the model see in deployment something other than the chain it generated, which an agent's
+	// history = "as-deployed" trains on. "" when not probed.
+	History string
+	// HistoryRewritten reports that the probe found reasoning dropped somewhere.
+	HistoryRewritten bool
 }
 
 // Err returns nil when every check passed, else an error naming the family and the first failed check.
@@ -190,7 +197,38 @@ func SelfTest(in SelfTestInput) *Report {
 			return r
 		}
 	}
+	if p.Reasoning != ReasoningNone && p.Reasoning != "" {
+		r.History, r.HistoryRewritten = historyProbe(tmpl, opts, first, rounds[0])
+	}
 	return r
+}
+
+// historyProbe renders an earlier assistant turn with reasoning (reasoning_content, which transformers also passes
+// as thinking) in a tool loop, and before a new user message, and says whether the template shows it again.
+func historyProbe(tmpl *tito.ChatTemplate, opts func(bool) tito.RenderOptions, first []tito.Message, rd round) (string, bool) {
+	const inLoop, beforeUser = "HISTORY-PROBE-TOOL-LOOP", "HISTORY-PROBE-NEW-USER"
+	calling := tito.Message{Role: tito.RoleAssistant, ReasoningContent: inLoop, ToolCalls: rd.asst.ToolCalls}
+	loop, err := tmpl.Render(append(slices.Clone(first), calling, rd.result), opts(true))
+	if err != nil {
+		return fmt.Sprintf("not probed: rendering a tool loop with reasoning: %v", err), false
+	}
+	answer := tito.Message{Role: tito.RoleAssistant, Content: "The answer is 2.5.", ReasoningContent: beforeUser}
+	user, err := tmpl.Render(append(slices.Clone(first), answer, tito.Message{Role: tito.RoleUser, Content: "And 3 + 3?"}), opts(true))
+	if err != nil {
+		return fmt.Sprintf("not probed: rendering a new user message after reasoning: %v", err), false
+	}
+	keptLoop, keptUser := strings.Contains(loop, inLoop), strings.Contains(user, beforeUser)
+	const deployed = `: history = "as-deployed" trains on what the model sees deployed`
+	switch {
+	case keptLoop && keptUser:
+		return "the template shows earlier turns' reasoning again: what the model sees deployed is the chain it generated", false
+	case keptLoop:
+		return "the template drops an earlier turn's reasoning once a new user message comes (within a tool loop it keeps it)" + deployed, true
+	case keptUser:
+		return "the template drops an earlier turn's reasoning within a tool loop (after a new user message it shows it)" + deployed, true
+	default:
+		return "the template drops every earlier turn's reasoning" + deployed, true
+	}
 }
 
 // round is one tool round of the canonical conversation: the assistant's call, its result, and what the parser

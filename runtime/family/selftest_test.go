@@ -137,3 +137,36 @@ func TestSelfTestToolSpecsNotRendered(t *testing.T) {
 		t.Errorf("template without tool specs: %v\n%s", err, steps(r))
 	}
 }
+
+// historyWant is what the history probe finds in each reference family that reasons and passes the self-test
+// (kwargs as families.json's first variant): whether its template shows an earlier turn's reasoning within a tool loop
+// and after a new user message. A family that drops it somewhere is one for history = "as-deployed".
+var historyWant = map[string]string{
+	"qwen3":               "once a new user message comes",
+	"qwen3-2507-thinking": "once a new user message comes",
+	"qwen3.5":             "once a new user message comes",
+	"qwq-32b":             "drops every earlier turn's reasoning",
+	"glm-4.6":             "once a new user message comes",
+	"glm-4.7-flash":       "once a new user message comes",
+	"gpt-oss":             "once a new user message comes",
+	"minimax-m2":          "once a new user message comes",
+	"seed-oss":            "shows earlier turns' reasoning again",
+}
+
+// TestHistoryProbe: the self-test says, from the template itself, how it renders earlier reasoning.
+func TestHistoryProbe(t *testing.T) {
+	fams := refFamilies(t)
+	for name, want := range historyWant {
+		_, r := CheckModel(loadRef(t, name), nil, "", "", fams[name].Variants[0], nil)
+		if err := r.Err(); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(r.History, want) || r.HistoryRewritten == strings.Contains(want, "shows") {
+			t.Errorf("%s: history %q (rewritten %v), want %q", name, r.History, r.HistoryRewritten, want)
+		}
+	}
+	// A family without reasoning markup is not probed.
+	if _, r := CheckModel(loadRef(t, "qwen2.5"), nil, "", "", fams["qwen2.5"].Variants[0], nil); r.History != "" {
+		t.Errorf("qwen2.5: history %q, want none (no reasoning markup)", r.History)
+	}
+}

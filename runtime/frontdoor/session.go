@@ -10,12 +10,10 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
-	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
@@ -65,6 +63,8 @@ func (ss *session) idleEnd() {
 type branch struct {
 	index int
 	traj  *tito.Trajectory
+	ids   *sglang.IDsCache   // traj's input_ids encoded, kept between calls
+	msgs  *tito.MessageCache // hist's messages encoded for the template engine, kept between calls
 	// hist holds what the template rendered (render) and what the caller must send back to extend it (view).
 	hist []histMsg
 	// lastStop is the stop id that ended the last reply (-1: none).
@@ -264,7 +264,7 @@ func (ss *session) plan(msgs []tito.Message, tools []json.RawMessage) (*plan, *a
 		for i, h := range cur.hist {
 			history[i] = h.render
 		}
-		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.lastStop)
+		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.msgs, cur.lastStop)
 		if err != nil {
 			return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 				msg: fmt.Sprintf("session %q: rendering messages[%d:] as a delta of the history: %v", ss.id, len(cur.hist), err)}
@@ -313,7 +313,7 @@ func (ss *session) renderFresh(msgs []tito.Message, tools []json.RawMessage, fro
 		return nil, &apiError{status: http.StatusBadRequest, typ: "invalid_request_error", param: "messages", code: "template_error",
 			msg: fmt.Sprintf("session %q: rendering the messages with the chat template: %v", ss.id, err)}
 	}
-	b := &branch{traj: tito.NewTrajectory(), lastStop: -1, parseErrs: map[string]int{}}
+	b := &branch{traj: tito.NewTrajectory(), ids: new(sglang.IDsCache), msgs: new(tito.MessageCache), lastStop: -1, parseErrs: map[string]int{}}
 	for _, msg := range msgs {
 		b.hist = append(b.hist, histMsg{render: msg, view: msg})
 	}
@@ -446,7 +446,7 @@ func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, call
 		prior += len(h.render.ToolCalls)
 	}
 	rid := fmt.Sprintf("%s.%d.%d", ss.trajectoryIDFor(p), b.traj.Turns(), ss.calls)
-	r, err := m.Turn.Call(ctx, b.traj, turn.CallRequest{Key: ss.id, RID: rid, Sampling: sp, Since: callStart, ParseLength: true,
+	r, err := m.Turn.Call(ctx, b.traj, turn.CallRequest{Key: ss.id, IDs: b.ids, RID: rid, Sampling: sp, Since: callStart, ParseLength: true,
 		CallIDSeed: rid, PriorCalls: prior, NewCallID: func(i int) string { return fmt.Sprintf("call_%s_%d_%d", shortID(ss.id), ss.calls, i) }})
 	if err != nil {
 		var ae *turn.AbortError
@@ -487,7 +487,7 @@ func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, call
 		}
 		res.parseErrors = r.ParseErrors
 	}
-	res.reasoning, res.content = splitReasoning(m.Turn.Reasoning, normal)
+	res.reasoning, res.content = turn.SplitReasoning(m.Turn.Reasoning, normal)
 	res.calls = render.ToolCalls
 	view := tito.Message{Role: tito.RoleAssistant, Content: res.content, ReasoningContent: res.reasoning, ToolCalls: render.ToolCalls}
 	p.hist = append(p.hist, histMsg{render: render, view: view})
@@ -510,31 +510,6 @@ func shortID(id string) string {
 		return id[len(id)-12:]
 	}
 	return id
-}
-
-// splitReasoning separates a reply's reasoning block from its content, by the family's markup.
-func splitReasoning(r family.Reasoning, text string) (reasoning, content string) {
-	open, closeTag := "", ""
-	switch r {
-	case family.ReasoningThink:
-		open, closeTag = "<think>", "</think>"
-	case family.ReasoningSeedThink:
-		open, closeTag = "<seed:think>", "</seed:think>"
-	default:
-		return "", text
-	}
-	i := strings.Index(text, closeTag)
-	if i < 0 {
-		if j := strings.Index(text, open); j >= 0 { // reasoning cut short (length): all of it is reasoning
-			return strings.TrimSpace(text[j+len(open):]), strings.TrimSpace(text[:j])
-		}
-		return "", strings.TrimSpace(text)
-	}
-	before := text[:i]
-	if j := strings.Index(before, open); j >= 0 {
-		before = before[j+len(open):]
-	}
-	return strings.TrimSpace(before), strings.TrimSpace(text[i+len(closeTag):])
 }
 
 // sampling builds a call's sampling params: the agent's (every one of them), the call's overrides and constraint

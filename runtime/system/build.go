@@ -170,7 +170,9 @@ func BuildAgent(ctx context.Context, ac config.Agent, env BuildEnv) (_ *runtime.
 func Settings(ac config.Agent) runtime.Settings {
 	return runtime.Settings{Name: ac.Name, SystemPrompt: ac.SystemPrompt, Sampling: ac.Sampling, ToolTimeout: ac.ToolTimeout,
 		MaxToolResultBytes: ac.MaxToolResultBytes, ParseErrors: ac.ParseErrors, EpisodeTimeout: ac.EpisodeTimeout, MaxResponseTokens: ac.MaxResponseTokens,
-		PartialRollout: ac.PartialRollout, MaskOffPolicy: ac.MaskOffPolicy}
+		PartialRollout: ac.PartialRollout, MaskOffPolicy: ac.MaskOffPolicy, History: ac.History,
+		Context: runtime.ContextPolicy{Policy: ac.Context.Policy, MaxTokens: ac.Context.MaxTokens, KeepTurns: ac.Context.KeepTurns,
+			SummaryPrompt: ac.Context.SummaryPrompt}}
 }
 
 // ProvFamily is the provenance key of the model family an agent ran as; ProvAgent the agent's name.

@@ -96,11 +96,11 @@ func newHarness(t *testing.T, ec emulator.Config, ac config.Agent, retry sglang.
 	return newHarnessWith(t, ec, ac, retry, nil)
 }
 
-func newHarnessWith(t *testing.T, ec emulator.Config, ac config.Agent, retry sglang.RetryConfig, gate *turn.Gate) *harness {
+func newHarnessWith(t *testing.T, ec emulator.Config, ac config.Agent, retry sglang.RetryConfig, gate *turn.Gate, opts ...emulator.Option) *harness {
 	t.Helper()
 	ec.StopIDs, ec.VocabSize = qwen3.StopIDs, qwen3.Tokenizer.VocabSize()
 	h := &harness{log: &syncBuffer{}}
-	emu, err := emulator.New(ec, qwen3.Tokenizer, emulator.WithLog(h.log))
+	emu, err := emulator.New(ec, qwen3.Tokenizer, append([]emulator.Option{emulator.WithLog(h.log)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,6 +41,10 @@ const MaxResumes = 16
 type CallRequest struct {
 	// Key keeps the conversation's calls on one worker (an episode's or a session's id).
 	Key string
+	// IDs, if set, is the conversation's request encoding, kept from one call to the next so that a call sends
+	// its whole trajectory but encodes only the tokens added since the last (sglang.IDsCache). One per
+	// conversation (a fork gets its own).
+	IDs *sglang.IDsCache
 	// RID is the request id sent to SGLang; the calls that continue an aborted turn add ".r1", ".r2", ...
 	RID string
 	// Sampling are the turn's params (the agent's merged with the request's); Sampling.MaxNewTokens is the
@@ -155,6 +159,7 @@ func (m *Model) Call(ctx context.Context, traj *tito.Trajectory, req CallRequest
 			ReturnLogprob:   true,
 			LogprobStartLen: start,
 			RID:             rid,
+			IDsCache:        req.IDs,
 		}
 		t0 := time.Now()
 		own := t0.Sub(since) - waited

@@ -116,8 +116,12 @@ func (m *Model) DeltaText(history, msgs []tito.Message, o tito.RenderOptions, la
 }
 
 // Delta is DeltaText tokenized, with the options of RenderOptions(tools): the prompt tokens a later turn appends.
-func (m *Model) Delta(history, msgs []tito.Message, tools []json.RawMessage, lastStop int32) ([]int32, error) {
-	text, err := m.DeltaText(history, msgs, m.RenderOptions(tools), lastStop)
+// cache, if set, is the conversation's tito.MessageCache (its messages' JSON for the template engine, kept from
+// one turn to the next).
+func (m *Model) Delta(history, msgs []tito.Message, tools []json.RawMessage, cache *tito.MessageCache, lastStop int32) ([]int32, error) {
+	o := m.RenderOptions(tools)
+	o.Messages = cache
+	text, err := m.DeltaText(history, msgs, o, lastStop)
 	if err != nil {
 		return nil, err
 	}
@@ -153,4 +157,31 @@ func (m *Model) Decode(ids []int32) string {
 		ids = ids[:len(ids)-1]
 	}
 	return m.Tokenizer.Decode(ids, false)
+}
+
+// SplitReasoning separates a reply's reasoning block from its content, by the family's markup (<think> or
+// <seed:think>; other markups, gpt-oss's harmony channels among them, are left whole in content). A reply cut short
+// inside its reasoning is all reasoning.
+func SplitReasoning(r family.Reasoning, text string) (reasoning, content string) {
+	open, closeTag := "", ""
+	switch r {
+	case family.ReasoningThink:
+		open, closeTag = "<think>", "</think>"
+	case family.ReasoningSeedThink:
+		open, closeTag = "<seed:think>", "</seed:think>"
+	default:
+		return "", text
+	}
+	i := strings.Index(text, closeTag)
+	if i < 0 {
+		if j := strings.Index(text, open); j >= 0 { // reasoning cut short (length): all of it is reasoning
+			return strings.TrimSpace(text[j+len(open):]), strings.TrimSpace(text[:j])
+		}
+		return "", strings.TrimSpace(text)
+	}
+	before := text[:i]
+	if j := strings.Index(before, open); j >= 0 {
+		before = before[j+len(open):]
+	}
+	return strings.TrimSpace(before), strings.TrimSpace(text[i+len(closeTag):])
 }

@@ -23,7 +23,9 @@ type Script struct {
 
 // ParseScript reads a JSONL script, one conversation a line: {"key": "...", "replies": ["turn 0", "turn 1", ...]}.
 // A conversation's key is the KEY of a "[script:KEY]" marker in its first user message, else ScriptKey of that
-// message; key "*" is the fallback for conversations with no line of their own.
+// message; key "*" is the fallback for conversations with no line of their own. The reply a conversation gets is
+// the one after its assistant messages, counted from the last one that carries a "[turn:N]" marker when one does
+// (reply N+1 follows it): a script whose replies carry their turn number survives an agent that drops old turns.
 //
 // # Errors
 //
@@ -87,11 +89,35 @@ func (s *Script) reply(c *conversation) string {
 	if !ok {
 		rs, ok = s.replies["*"]
 	}
-	turn := c.assistantTurns()
+	turn := c.scriptTurn()
 	if !ok || turn >= len(rs) {
 		return NoScriptReply
 	}
 	return rs[turn]
+}
+
+// turnMarker is a reply's own turn number, "[turn:N]", which scripts for agents that compact their context write
+// into their replies.
+var turnMarker = regexp.MustCompile(`\[turn:(\d+)\]`)
+
+// scriptTurn is the reply a scripted conversation is at: one past the last assistant message that carries a
+// [turn:N] marker (N + 1 + the assistant messages after it), so that a conversation whose older turns an agent
+// dropped goes on where it was; without markers, the number of assistant messages after the task.
+func (c *conversation) scriptTurn() int {
+	after := 0
+	for i := len(c.messages) - 1; i > c.taskIdx && c.taskIdx >= 0; i-- {
+		m := c.messages[i]
+		if m.role != "assistant" {
+			continue
+		}
+		if ms := turnMarker.FindAllStringSubmatch(m.content, -1); ms != nil {
+			if n, err := strconv.Atoi(ms[len(ms)-1][1]); err == nil && n < math.MaxInt32 {
+				return n + 1 + after
+			}
+		}
+		after++
+	}
+	return c.assistantTurns()
 }
 
 // The agentic policy.

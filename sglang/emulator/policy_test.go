@@ -419,6 +419,42 @@ func TestScripted(t *testing.T) {
 	}
 }
 
+// TestScriptedTurnMarker: a conversation whose older turns were dropped (an agent's compaction) goes on after the
+// last [turn:N] marker of its assistant messages, not at its count of assistant messages.
+func TestScriptedTurnMarker(t *testing.T) {
+	m := qwen(t)
+	replies := make([]string, 8)
+	for i := range replies {
+		replies[i] = fmt.Sprintf("[turn:%d] reply %d", i, i)
+	}
+	line, _ := json.Marshal(map[string]any{"key": "long", "replies": replies})
+	sc, err := ParseScript(bytes.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(m)
+	cfg.Policy = PolicyScripted
+	_, url := start(t, cfg, m.Tokenizer, WithScript(sc))
+	base := qwenPrompt("You are a helpful assistant.", "[script:long] go on")
+	tests := []struct {
+		name, history, want string
+	}{
+		{"no history", "", "[turn:0] reply 0"},
+		{"whole history", "[turn:0] reply 0<|im_end|>" + qwenToolTurn("a") + "[turn:1] reply 1<|im_end|>" + qwenToolTurn("b"), "[turn:2] reply 2"},
+		{"turns 0-4 dropped", "[turn:5] reply 5<|im_end|>" + qwenToolTurn("a"), "[turn:6] reply 6"},
+		{"an unmarked turn after the marker", "[turn:3] reply 3<|im_end|>" + qwenToolTurn("a") + "no marker<|im_end|>" + qwenToolTurn("b"), "[turn:5] reply 5"},
+		{"past the script", "[turn:7] reply 7<|im_end|>" + qwenToolTurn("a"), NoScriptReply},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ids := m.Tokenizer.Encode(base+tt.history, false)
+			if g := generate(t, url, map[string]any{"input_ids": ids}); g.Text != tt.want {
+				t.Errorf("reply %q, want %q", g.Text, tt.want)
+			}
+		})
+	}
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

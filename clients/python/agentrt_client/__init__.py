@@ -12,13 +12,16 @@ __version__ = "0.1.0"
 from .adapters import (
     TRAINABLE_STATUSES,
     AgentLoopOutputFields,
+    MultiSampleError,
     PromptTooLongError,
     SlimeSampleFields,
     split,
     summarize,
     to_agent_loop_output,
+    to_agent_loop_outputs,
     to_padded_arrays,
     to_slime_sample,
+    to_slime_samples,
     trainable,
 )
 from .client import PROTOCOL_VERSION, Client, TrajectoryIterator, normalize_items
@@ -57,8 +60,11 @@ __all__ = [
     "normalize_items",
     "split",
     "summarize",
+    "MultiSampleError",
     "to_agent_loop_output",
+    "to_agent_loop_outputs",
     "to_padded_arrays",
     "to_slime_sample",
+    "to_slime_samples",
     "trainable",
 ]

@@ -7,6 +7,12 @@
 - ``to_padded_arrays``: a batch as padded numpy arrays in verl's layout (prompts left-padded, responses
   right-padded).
 
+A multi-sample episode (context compaction: ``Trajectory.samples``) becomes one output per sample:
+``to_slime_samples`` (slime's list-of-samples form: a custom generate function may return ``list[Sample]`` for one
+prompt, each a prefix chain, which slime rewards and trains as samples) and ``to_agent_loop_outputs``. The
+one-output functions (``to_slime_sample``, ``to_agent_loop_output``, ``to_padded_arrays``) refuse a multi-sample
+trajectory with MultiSampleError rather than train on its last sample alone.
+
 The split follows tito's ``Trajectory.SlimeSample``: the prompt is the initial prompt segment; the response is
 everything after it up to the end of the last response (tool results and template glue inside it carry loss
 mask 0); a trailing prompt segment that was never sent to the model is left out, so every response logprob is
@@ -19,6 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from .trajectory import Trajectory
+
+
+class MultiSampleError(ValueError):
+    """A multi-sample trajectory given to a function that makes one output per trajectory."""
+
+
+def _one_chain(traj: Trajectory, what: str, instead: str) -> None:
+    if traj.is_multi_sample:
+        raise MultiSampleError(
+            f"agentrt: trajectory {traj.trajectory_id} is an episode of {traj.num_samples} samples (its context was "
+            f"compacted): {what} makes one output per chain; use {instead}, or trajectory.samples"
+        )
 
 
 @dataclass
@@ -127,6 +145,7 @@ def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = N
     a trajectory without a response keeps its prompt with the last prompt token as a one-token response (loss
     mask 0), or, with no tokens at all, slime's own placeholder ``[0, 0]``.
     """
+    _one_chain(traj, "to_slime_sample", "to_slime_samples (slime takes a list of samples for one prompt)")
     if sample is None:
         sample = (sample_cls or SlimeSampleFields)()
     sp = split(traj)
@@ -166,8 +185,26 @@ def to_slime_sample(traj: Trajectory, sample: Any = None, *, sample_cls: Any = N
         "provenance": traj.provenance,
         "turns": traj.turns(),
     }
+    if traj.sample_origin:
+        meta["agentrt"]["sample"] = traj.sample_origin
     sample.metadata = meta
     return sample
+
+
+def to_slime_samples(traj: Trajectory, sample: Any = None, *, sample_cls: Any = None,
+                     reward_key: str | None = None) -> list[Any]:
+    """One slime sample per sample of the episode (a one-chain episode gives a list of one), in order, each filled
+    as ``to_slime_sample`` fills one, on a deep copy of ``sample`` (or a new ``sample_cls()``). Every sample carries
+    the episode's status and reward; ``metadata["agentrt"]["sample"]`` says where each came from. slime's
+    ``generate_and_rm`` takes such a list from a custom generate function (the fan-out of one prompt into several
+    prefix-chained samples)."""
+    import copy
+
+    out = []
+    for s in traj.samples:
+        target = copy.deepcopy(sample) if sample is not None else None
+        out.append(to_slime_sample(s, target, sample_cls=sample_cls, reward_key=reward_key))
+    return out
 
 
 @dataclass
@@ -217,6 +254,7 @@ def to_agent_loop_output(
     (seconds of model calls, from per-turn latency) and ``tool_calls`` (0: agentrt does not time tools per
     trajectory yet).
     """
+    _one_chain(traj, "to_agent_loop_output", "to_agent_loop_outputs")
     sp = split(traj)
     if max_prompt_length is not None and len(sp.prompt_ids) > max_prompt_length:
         raise PromptTooLongError(
@@ -249,6 +287,12 @@ def to_agent_loop_output(
     )
 
 
+def to_agent_loop_outputs(traj: Trajectory, output_cls: Any = None, **kw: Any) -> list[Any]:
+    """One verl output per sample of the episode (``to_agent_loop_output`` of each, same keywords), in order; each
+    sample's first prompt is its own (a later sample's is the compacted conversation's full render)."""
+    return [to_agent_loop_output(s, output_cls, **kw) for s in traj.samples]
+
+
 def to_padded_arrays(
     trajs: Sequence[Trajectory] | Iterable[Trajectory],
     *,
@@ -268,6 +312,8 @@ def to_padded_arrays(
     import numpy as np
 
     trajs = list(trajs)
+    for t in trajs:
+        _one_chain(t, "to_padded_arrays", "[s for t in trajs for s in t.samples]")
     splits = [split(t) for t in trajs]
     B = len(trajs)
     P = max_prompt_length if max_prompt_length is not None else max((len(s.prompt_ids) for s in splits), default=0)

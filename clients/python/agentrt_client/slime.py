@@ -7,7 +7,9 @@ with ``AGENTRT_URL`` (or ``args.agentrt_url``) pointing at ``agentrt serve``'s W
 ``AGENTRT_TOKEN``, ``AGENTRT_AGENT``, ``AGENTRT_CONSUMER_ID``. slime calls ``generate`` once per sample; the
 episode runs in agentrt (multi-turn, tools, reward plugin) and the sample comes back filled with ``tokens``,
 ``response_length``, ``loss_mask``, ``rollout_log_probs``, ``status``, ``reward``, ``weight_versions`` and
-``prefix_cache_info`` (SGLang's cached and prompt tokens over the episode's model calls).
+``prefix_cache_info`` (SGLang's cached and prompt tokens over the episode's model calls). An episode of several
+samples (the agent's ``[agent.context]`` compacted it) comes back as slime's list-of-samples form: one ``Sample`` per
+sample (a deep copy of the one slime passed, each a prefix chain), all with the episode's status and reward.
 
 slime's ``sampling_params`` (``GenerateState.sampling_params``: temperature, top_p, top_k, max_new_tokens, stop,
 stop_token_ids, skip_special_tokens, no_stop_trim, spaces_between_special_tokens, custom_params, sampling_seed)
@@ -31,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._shared import settings, shared_client
-from .adapters import to_slime_sample
+from .adapters import to_slime_sample, to_slime_samples
 from .trajectory import Trajectory
 
 # SGLang 0.5.23's sampling_params keys (sglang/api/v1/api_types.py SamplingParams; the Go side's
@@ -124,4 +126,7 @@ async def generate(args: Any, sample: Any, sampling_params: dict[str, Any] | Non
     trajs = await client.run([item], agent=cfg["agent"], sampling=sampling or None)
     if not trajs:
         raise RuntimeError(f"agentrt: request for sample {item['id']} produced no trajectory")
+    if trajs[0].is_multi_sample:
+        # An episode whose context was compacted: slime's list-of-samples form, one prefix chain each.
+        return to_slime_samples(trajs[0], sample, reward_key=reward_key)
     return to_slime_sample(trajs[0], sample, reward_key=reward_key)

@@ -7,6 +7,9 @@ from typing import Any
 
 STATUSES = ("completed", "truncated", "aborted", "failed")
 
+# The origin fields of an entry of a multi-sample trajectory's "samples".
+_ORIGIN_KEYS = ("index", "parent", "branch_turn", "branch_offset", "reason", "first_turn", "prompt_messages")
+
 
 @dataclass
 class Trajectory:
@@ -14,6 +17,12 @@ class Trajectory:
 
     ``data`` is the trajectory object itself (token_ids, loss_mask, logprobs, segments, status, reward,
     messages, provenance, ...); the properties below read it. ``seq`` is the spool sequence number used to ack.
+
+    An episode whose context was compacted is several **samples** (docs/PROTOCOL.md section 7): ``samples`` lists
+    them, each a one-chain ``Trajectory`` of its own (same ids, status, reward and provenance; its own token_ids,
+    loss_mask, logprobs, segments and messages; ``sample_origin`` says where it branched). The chain properties of
+    the episode itself (token_ids ... segments, messages) are those of its last sample. A one-chain episode has one
+    sample: itself.
     """
 
     seq: int
@@ -55,6 +64,47 @@ class Trajectory:
     @property
     def segments(self) -> list[dict[str, Any]]:
         return self.data.get("segments") or []
+
+    @property
+    def samples(self) -> list["Trajectory"]:
+        """Every sample of the episode, in order, each as a one-chain Trajectory ([self] for a one-chain episode)."""
+        entries = self.data.get("samples")
+        if not entries:
+            return [self]
+        base = {k: v for k, v in self.data.items()
+                if k not in ("samples", "tools", "chat_template_kwargs", "weight_versions")}
+        out = []
+        for e in entries:
+            d = dict(base)
+            for k in ("token_ids", "loss_mask", "logprobs", "segments", "messages", "weight_versions"):
+                if k in e:
+                    d[k] = e[k]
+            d["sample"] = {k: e[k] for k in _ORIGIN_KEYS if k in e}
+            out.append(Trajectory(seq=self.seq, request_id=self.request_id, item_id=self.item_id,
+                                  sample_index=self.sample_index, group_id=self.group_id,
+                                  trajectory_id=self.trajectory_id, data=d, spool_id=self.spool_id))
+        return out
+
+    @property
+    def num_samples(self) -> int:
+        """How many samples the episode has (1 for a one-chain episode)."""
+        return len(self.data.get("samples") or ()) or 1
+
+    @property
+    def is_multi_sample(self) -> bool:
+        return self.num_samples > 1
+
+    @property
+    def sample_origin(self) -> dict[str, Any]:
+        """Where this sample came from (``index``, ``parent``, ``branch_turn``, ``branch_offset``, ``reason``,
+        ``first_turn``, ``prompt_messages``): set on the items of ``samples`` of a multi-sample episode, ``{}``
+        otherwise."""
+        return self.data.get("sample") or {}
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        """The tool specs every sample's prompt renders (written for a multi-sample episode only)."""
+        return self.data.get("tools") or []
 
     @property
     def status(self) -> str:

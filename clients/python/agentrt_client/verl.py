@@ -7,7 +7,9 @@ Register it in verl's agent loop config (``agent_loop_config_path``)::
 
 and set ``AGENTRT_URL`` (plus optionally ``AGENTRT_TOKEN``, ``AGENTRT_AGENT``, ``AGENTRT_CONSUMER_ID``). The
 episode runs in agentrt; ``run`` returns ``prompt_ids``, ``response_ids``, ``response_mask``,
-``response_logprobs``, ``reward_score``, ``num_turns`` and ``metrics``, token-exact, with no re-tokenization.
+``response_logprobs``, ``reward_score``, ``num_turns`` and ``metrics``, token-exact, with no re-tokenization. An
+episode of several samples (compaction) is refused with MultiSampleError: verl 0.9.1's agent loop takes one
+output per run.
 When verl is importable the output is verl's own ``AgentLoopOutput``.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from ._shared import settings, shared_client
-from .adapters import AgentLoopOutputFields, to_agent_loop_output
+from .adapters import AgentLoopOutputFields, MultiSampleError, to_agent_loop_output
 
 
 def _verl_output_cls() -> Any:
@@ -96,5 +98,12 @@ class AgentrtAgentLoop:
         trajs = await client.run([item], agent=cfg["agent"], sampling=sampling or None)
         if not trajs:
             raise RuntimeError(f"agentrt: request for row {item['id']} produced no trajectory")
+        if trajs[0].is_multi_sample:
+            raise MultiSampleError(
+                f"agentrt: row {item['id']}: the episode has {trajs[0].num_samples} samples (the agent's "
+                "[agent.context] compacted its context), and verl's agent loop (verl 0.9.1, "
+                "AgentLoopWorker._run_agent_loop) takes exactly one AgentLoopOutput per run(): run this agent without "
+                "[agent.context] for verl, or turn the samples into outputs yourself (adapters.to_agent_loop_outputs)"
+            )
         return to_agent_loop_output(trajs[0], self.output_cls, max_response_length=self.response_length,
                                     max_prompt_length=self.prompt_length)

@@ -237,3 +237,79 @@ def test_resumed_turn_weight_versions():
     assert t.token_weight_versions == [None, None, None, "v1", "v2", None, None, "v2", "v2"]
     s = to_slime_sample(t, Sample(index=0, prompt="q"))
     assert s.weight_versions == ["v1", "v2", "v2"] and s.loss_mask == [0, 1, 0, 0, 1, 1]
+
+
+# A multi-sample episode as the runtime writes it: bench/compaction.sh with CB_EPISODES=1 CB_TURNS=7
+# CB_MAX_TOKENS=560 CB_KEEP=1 (a 7-turn scripted task whose context is compacted twice: three samples), checked there
+# by bench/check.py.
+def multi_sample_traj(reward: float | None = 0.5, status: str = "completed") -> Trajectory:
+    import json
+    import pathlib
+
+    data = json.loads((pathlib.Path(__file__).parent / "testdata" / "multi_sample_trajectory.json").read_text())
+    data["reward"], data["status"] = reward, status
+    return Trajectory(seq=7, request_id="r", item_id=data["item_id"], sample_index=0, group_id=data["group_id"],
+                      trajectory_id=data["id"], data=data)
+
+
+def test_samples_of_a_one_chain_trajectory():
+    t = make_traj()
+    assert t.samples == [t] and t.num_samples == 1 and not t.is_multi_sample and t.sample_origin == {}
+
+
+def test_samples_of_a_multi_sample_trajectory():
+    t = multi_sample_traj()
+    ss = t.samples
+    assert t.is_multi_sample and t.num_samples == len(ss) == 3
+    turns = 0
+    for k, s in enumerate(ss):
+        o = s.sample_origin
+        assert o["index"] == k and o["first_turn"] == turns
+        assert o["parent"] == k - 1 and (k == 0 or o["reason"] == "compaction")
+        assert len(s.token_ids) == len(s.loss_mask) == len(s.logprobs)
+        assert s.segments[0]["kind"] == "prompt" and s.segments[-1]["kind"] == "response"
+        assert s.reward == 0.5 and s.status == "completed" and s.trajectory_id == t.trajectory_id
+        turns += s.num_turns
+    assert turns == 7
+    # the episode's own chain is its last sample
+    assert ss[-1].token_ids == t.token_ids and ss[-1].messages == t.messages
+    assert ss[0].token_ids != t.token_ids and len(t.tools) == 1
+
+
+def test_one_output_adapters_refuse_multi_sample():
+    from agentrt_client import MultiSampleError
+
+    t = multi_sample_traj()
+    for f in (lambda: to_slime_sample(t), lambda: to_agent_loop_output(t), lambda: to_padded_arrays([t])):
+        with pytest.raises(MultiSampleError, match="3 samples"):
+            f()
+
+
+def test_to_slime_samples():
+    from agentrt_client import to_slime_samples
+
+    t = multi_sample_traj()
+    proto = Sample(prompt="q", metadata={"kept": 1})
+    out = to_slime_samples(t, proto)
+    assert len(out) == 3 and all(isinstance(x, Sample) for x in out)
+    assert proto.tokens == [] and proto.metadata == {"kept": 1}  # the prototype is copied, not filled
+    for x, s in zip(out, t.samples):
+        sp = split(s)
+        assert x.tokens == sp.prompt_ids + sp.response_ids == s.token_ids
+        assert x.response_length == len(x.loss_mask) == len(x.rollout_log_probs) == len(sp.response_ids) > 0
+        assert x.reward == 0.5 and x.status == Sample.Status.COMPLETED and not x.remove_sample
+        assert x.metadata["kept"] == 1 and x.metadata["agentrt"]["sample"] == s.sample_origin
+    # an aborted episode removes every sample, as one sample is removed
+    bad = to_slime_samples(multi_sample_traj(status="aborted"), Sample())
+    assert all(x.remove_sample and not any(x.loss_mask) for x in bad)
+
+
+def test_to_agent_loop_outputs():
+    from agentrt_client import to_agent_loop_outputs
+
+    t = multi_sample_traj()
+    outs = to_agent_loop_outputs(t)
+    assert len(outs) == 3
+    for o, s in zip(outs, t.samples):
+        assert o.prompt_ids == s.token_ids[: s.segments[0]["length"]] and o.reward_score == 0.5
+        assert o.prompt_ids + o.response_ids == s.token_ids

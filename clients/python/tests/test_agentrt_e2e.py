@@ -9,6 +9,7 @@ emulator's published scoring function (sglang/emulator/logprob.go).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import pathlib
 import signal
@@ -87,8 +88,12 @@ def stack(tmp_path: pathlib.Path, request: pytest.FixtureRequest):
         pytest.fail("set AGENTRT_BIN and AGENTRT_QWEN3_MODEL (scripts/test.d/50-python-client.sh does)")
     mark = request.node.get_closest_marker("stack")
     opts = mark.kwargs if mark else {}
+    script = []
+    if "script" in opts:  # the scripted policy's replies, one conversation a line
+        (tmp_path / "script.jsonl").write_text("".join(json.dumps(x) + "\n" for x in opts["script"]))
+        script = ["--policy", "scripted", "--script", str(tmp_path / "script.jsonl")]
     emu = Proc(["emulate", "--model", MODEL, "--addr", "127.0.0.1:0", "--seed", "5", "--latency", opts.get("latency", ""),
-                "--wrong-answer-rate", str(opts.get("wrong_answer_rate", 0.0))])
+                "--wrong-answer-rate", str(opts.get("wrong_answer_rate", 0.0)), *script])
     emu_url = emu.start("http://")
     repo = pathlib.Path(__file__).resolve().parents[3]
     cfg = (repo / "runtime.toml").read_text()
@@ -97,6 +102,8 @@ def stack(tmp_path: pathlib.Path, request: pytest.FixtureRequest):
         cfg = cfg.replace("concurrency = 256", f"concurrency = {opts['concurrency']}", 1)
     if "episode_timeout" in opts:  # an agent whose episodes end aborted/deadline
         cfg = cfg.replace('episode_timeout = "10m"', f'episode_timeout = "{opts["episode_timeout"]}"', 1)
+    if "agent_tables" in opts:  # extra tables of the agent ([agent.context], [agent.reward]), before its sampling
+        cfg = cfg.replace("\n[agent.sampling]\n", "\n" + opts["agent_tables"] + "\n\n[agent.sampling]\n", 1)
     cfg = cfg.replace('spool_dir = "~/.cache/agentrt/spool"', f'spool_dir = "{tmp_path / "spool"}"')
     cfg = cfg.replace('model = "~/.cache/agentrt/models/qwen3"', f'model = "{MODEL}"')
     assert emu_url in cfg and str(tmp_path) in cfg
@@ -225,6 +232,67 @@ def test_serve_kill9_twice_mid_request(stack):
             done = await c.wait_request(rid, timeout=45)
             assert done.status == "completed" and done.trajectories == 32
             assert c.reconnects == 2
+
+    body()
+
+
+def _compaction_script(key: str, turns: int) -> dict:
+    filler = " ".join(["the agent works through the long task one careful part at a time"] * 8)
+    replies = [f"[turn:{i}] Part {i}: {filler}.\n<tool_call>\n" + json.dumps({"name": "calculator", "arguments": {"expression": f"{i}*6+7"}})
+               + "\n</tool_call>" for i in range(turns - 1)]
+    replies.append(f"[turn:{turns - 1}] All parts are done. The answer is \\boxed{{42}}.")
+    return {"key": key, "replies": replies}
+
+
+COMPACTING_AGENT = "\n".join([
+    "[agent.context]",
+    'policy = "keep_last"',
+    "max_tokens = 700",
+    "keep_turns = 1",
+    "",
+    "[agent.reward]",
+    'plugin = "builtin:math_reward"',
+])
+
+
+@pytest.mark.stack(script=[_compaction_script("compact", 5)], agent_tables=COMPACTING_AGENT)
+def test_compacted_episode_reaches_the_trainer(stack):
+    """An agent whose context is compacted ([agent.context] keep_last) under `agentrt serve`: the trainer receives
+    one trajectory per episode carrying its samples (each a prefix chain with its own first prompt) and one reward,
+    and agentrt_client.slime.generate returns slime's list-of-samples form for the prompt."""
+    import argparse
+
+    from agentrt_client._shared import close_shared
+    from agentrt_client.slime import generate
+    from test_slime_contract import Sample
+
+    serve, _ = stack
+    url = serve()
+
+    @run_async
+    async def body():
+        async with Client(url, "compaction-e2e") as c:
+            trajs = await c.run([{"id": "q", "messages": [{"role": "user", "content": "[script:compact] Do all five parts."}],
+                                  "label": "42"}], n=2, timeout=45)
+        assert len(trajs) == 2
+        for t in trajs:
+            assert t.status == "completed", t.data.get("error")
+            assert t.is_multi_sample and t.num_samples >= 2, t.data.get("metrics")
+            assert t.reward == 1.0 and t.data["metrics"]["samples"] == t.num_samples
+            turns = 0
+            for k, s in enumerate(t.samples):
+                check_trajectory(s.data)  # aligned, masks, the emulator's logprobs, ends on a response
+                assert s.reward == 1.0 and s.sample_origin["first_turn"] == turns
+                turns += s.num_turns
+            assert turns == 5
+            assert t.samples[-1].token_ids == t.token_ids
+        args = argparse.Namespace(agentrt_url=url, agentrt_consumer_id="slime-compaction")
+        out = await generate(args, Sample(index=3, prompt="[script:compact] Do all five parts.", label="42"),
+                             {"temperature": 1.0, "max_new_tokens": 4096})
+        assert isinstance(out, list) and len(out) >= 2
+        for x in out:
+            assert x.status is Sample.Status.COMPLETED and x.reward == 1.0 and x.response_length == len(x.loss_mask) > 0
+        await close_shared()
 
     body()
 

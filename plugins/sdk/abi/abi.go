@@ -48,16 +48,19 @@ const (
 	EventBeforeInvocation = "before_invocation"
 	EventAfterInvocation  = "after_invocation"
 	EventBeforeModelCall  = "before_model_call"
-	EventAfterModelCall   = "after_model_call"
-	EventMessageAdded     = "message_added"
-	EventBeforeToolCall   = "before_tool_call"
-	EventAfterToolCall    = "after_tool_call"
-	EventEpisodeEnd       = "episode_end"
+	// EventBeforeGenerate comes before each model call after the first, with the context's size and the
+	// conversation: a hook may answer with the conversation that replaces it (compaction; ABI.md section 5.3).
+	EventBeforeGenerate = "before_generate"
+	EventAfterModelCall = "after_model_call"
+	EventMessageAdded   = "message_added"
+	EventBeforeToolCall = "before_tool_call"
+	EventAfterToolCall  = "after_tool_call"
+	EventEpisodeEnd     = "episode_end"
 )
 
 // Events lists every hook event of ABI version 1, in the order an episode meets them.
 func Events() []string {
-	return []string{EventBeforeInvocation, EventBeforeModelCall, EventAfterModelCall, EventMessageAdded,
+	return []string{EventBeforeInvocation, EventBeforeGenerate, EventBeforeModelCall, EventAfterModelCall, EventMessageAdded,
 		EventBeforeToolCall, EventAfterToolCall, EventAfterInvocation, EventEpisodeEnd}
 }
 

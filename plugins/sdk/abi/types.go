@@ -119,11 +119,14 @@ type Counts struct {
 
 // Message is a conversation message as hooks see it.
 type Message struct {
-	Role       string     `json:"role"`
-	Content    string     `json:"content"`
-	ToolCalls  []ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-	Name       string     `json:"name,omitempty"`
+	Role    string `json:"role"`
+	Content string `json:"content"`
+	// ReasoningContent is an assistant message's reasoning, apart from its content, in before_generate's messages
+	// (and a hook's replacement); elsewhere the content holds the text as generated.
+	ReasoningContent string     `json:"reasoning_content,omitempty"`
+	ToolCalls        []ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID       string     `json:"tool_call_id,omitempty"`
+	Name             string     `json:"name,omitempty"`
 }
 
 // ModelResponse is the response field of after_model_call.
@@ -142,7 +145,7 @@ type Event struct {
 	Counts    Counts  `json:"counts"`
 	State     RawJSON `json:"state,omitempty"`
 
-	Messages   []Message      `json:"messages,omitempty"`    // before_invocation, episode_end
+	Messages   []Message      `json:"messages,omitempty"`    // before_invocation, before_generate, episode_end
 	Message    *Message       `json:"message,omitempty"`     // message_added
 	Response   *ModelResponse `json:"response,omitempty"`    // after_model_call
 	ToolCall   *ToolCall      `json:"tool_call,omitempty"`   // before_tool_call, after_tool_call
@@ -151,6 +154,9 @@ type Event struct {
 	StopReason string         `json:"stop_reason,omitempty"` // after_invocation, episode_end
 	Label      RawJSON        `json:"label,omitempty"`       // episode_end
 	Metadata   RawJSON        `json:"metadata,omitempty"`    // episode_end
+	// before_generate: the tokens of the current sample (the prompt the next call sends) and the context window.
+	ContextTokens int `json:"context_tokens,omitempty"`
+	ContextWindow int `json:"context_window,omitempty"`
 }
 
 // Stop asks the runtime to stop the agent loop at the current event's message boundary.
@@ -168,4 +174,8 @@ type HookResponse struct {
 	Reward        *float64           `json:"reward,omitempty"`
 	Metrics       map[string]float64 `json:"metrics,omitempty"`
 	State         RawJSON            `json:"state,omitempty"`
+	// Messages (before_generate) replace the conversation: the runtime starts a new sample of the episode whose
+	// prompt is the chat template's full render of them (tool results answer the tool_calls of the assistant
+	// message before them, as in any conversation).
+	Messages []Message `json:"messages,omitempty"`
 }

@@ -532,7 +532,71 @@ func AppendResponse(b []byte, r *Response) []byte {
 		b = append(b, `"state":`...)
 		b = append(b, r.State...)
 	}
+	if r.Messages != nil {
+		sep()
+		b = append(b, `"messages":[`...)
+		for i := range r.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = AppendMessage(b, &r.Messages[i])
+		}
+		b = append(b, ']')
+	}
 	return append(b, '}')
+}
+
+// AppendMessage appends the JSON of a conversation message (a before_generate hook's replacement conversation).
+func AppendMessage(b []byte, m *abi.Message) []byte {
+	b = append(b, `{"role":`...)
+	b = fastjson.AppendQuote(b, m.Role)
+	b = append(b, `,"content":`...)
+	b = fastjson.AppendQuote(b, m.Content)
+	if m.ReasoningContent != "" {
+		b = append(b, `,"reasoning_content":`...)
+		b = fastjson.AppendQuote(b, m.ReasoningContent)
+	}
+	if len(m.ToolCalls) > 0 {
+		b = append(b, `,"tool_calls":[`...)
+		for i, c := range m.ToolCalls {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"id":`...)
+			b = fastjson.AppendQuote(b, c.ID)
+			b = append(b, `,"name":`...)
+			b = fastjson.AppendQuote(b, c.Name)
+			b = append(b, `,"arguments":`...)
+			if len(c.Arguments) == 0 {
+				b = append(b, "{}"...)
+			} else {
+				b = append(b, c.Arguments...)
+			}
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
+	if m.ToolCallID != "" {
+		b = append(b, `,"tool_call_id":`...)
+		b = fastjson.AppendQuote(b, m.ToolCallID)
+	}
+	if m.Name != "" {
+		b = append(b, `,"name":`...)
+		b = fastjson.AppendQuote(b, m.Name)
+	}
+	return append(b, '}')
+}
+
+// MessageOf reads a conversation message (an element of a before_generate event's messages).
+func MessageOf(v Value) abi.Message {
+	m := abi.Message{Role: v.Get("role").StrOr(""), Content: v.Get("content").StrOr(""), ReasoningContent: v.Get("reasoning_content").StrOr(""),
+		ToolCallID: v.Get("tool_call_id").StrOr(""), Name: v.Get("name").StrOr("")}
+	_ = v.Get("tool_calls").Elems(func(c Value) bool {
+		m.ToolCalls = append(m.ToolCalls, abi.ToolCall{ID: c.Get("id").StrOr(""), Name: c.Get("name").StrOr(""),
+			Arguments: abi.RawJSON(append([]byte(nil), c.Get("arguments").Raw()...))})
+		return true
+	})
+	return m
 }
 
 func sortStrings(s []string) {

@@ -201,3 +201,35 @@ func TestNoPluginRegistered(t *testing.T) {
 	m.register(&Parser{}, nil, nil)
 	m.register(&Parser{}, nil, nil)
 }
+
+// TestMessagesRoundTrip: a before_generate hook reads the event's messages with MessageOf and answers with
+// messages that the host decodes as it decodes any hook response (encoding/json into abi.HookResponse).
+func TestMessagesRoundTrip(t *testing.T) {
+	in := `{"event":"before_generate","messages":[{"role":"system","content":"s \"q\""},` +
+		`{"role":"assistant","content":"","reasoning_content":"r","tool_calls":[{"id":"c1","name":"calc","arguments":{"x":[1,2]}}]},` +
+		`{"role":"tool","content":"3","tool_call_id":"c1","name":"calc"}],"context_tokens":812}`
+	ev := newEvent([]byte(in))
+	var msgs []abi.Message
+	if err := ev.Get("messages").Elems(func(v Value) bool { msgs = append(msgs, MessageOf(v)); return true }); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Get("context_tokens").IntOr(0) != 812 || len(msgs) != 3 {
+		t.Fatalf("read %d messages, context %d", len(msgs), ev.Get("context_tokens").IntOr(0))
+	}
+	out := AppendResponse(nil, &Response{Messages: msgs})
+	var back abi.HookResponse
+	if err := json.Unmarshal(out, &back); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var want struct {
+		Messages []abi.Message `json:"messages"`
+	}
+	if err := json.Unmarshal([]byte(in), &want); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(back.Messages)
+	b, _ := json.Marshal(want.Messages)
+	if string(a) != string(b) {
+		t.Fatalf("round trip:\n%s\nwant\n%s", a, b)
+	}
+}

@@ -1,0 +1,144 @@
+package sglang
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// TestIDsCacheBodyIdentical: a conversation's requests sent with an IDsCache are byte for byte the requests sent
+// without one (appendJSON of the same request), on the wire, whatever the ids do from turn to turn: grow (a next
+// turn), stay (a retry after a 503), shrink or change in place (a dropped prompt, a cache given to another
+// conversation); with text, logprob and Extra fields around them.
+func TestIDsCacheBodyIdentical(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		bodies [][]byte
+		fail   = map[int]bool{} // requests answered 503 (by arrival)
+	)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.ContentLength != int64(len(b)) {
+			t.Errorf("Content-Length %d for a body of %d bytes", r.ContentLength, len(b))
+		}
+		mu.Lock()
+		n := len(bodies)
+		bodies = append(bodies, b)
+		f := fail[n]
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if f {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(`{"error":{"message":"busy"}}`))
+			return
+		}
+		_, _ = w.Write(fixture(t, "generate_response.json", "response"))
+	}))
+	t.Cleanup(srv.Close)
+	c := testClient(t, nil, srv.URL)
+
+	rng := rand.New(rand.NewPCG(3, 4))
+	var cache IDsCache
+	var ids []int32
+	var small, large bool // bodies sent joined, and in parts
+	for turn := range 60 {
+		switch op := rng.IntN(8); {
+		case op < 5 || len(ids) == 0:
+			for range 1 + rng.IntN(700) { // past joinBelow half-way: both ways of sending a body
+				ids = append(ids, int32(rng.IntN(151000)))
+			}
+		case op == 5:
+			ids = slices.Clone(ids[:rng.IntN(len(ids))+1])
+		case op == 6:
+			ids[rng.IntN(len(ids))]++
+		}
+		req := &GenerateRequest{
+			InputIDs:        ids,
+			SamplingParams:  SamplingParams{MaxNewTokens: 100 + turn, Temperature: new(0.7), StopTokenIDs: []int32{151645}},
+			ReturnLogprob:   turn%3 != 0,
+			LogprobStartLen: len(ids) - 1,
+			RID:             "conv." + strconv.Itoa(turn),
+			IDsCache:        &cache,
+		}
+		if turn%7 == 3 {
+			req.Text = "text <&> \u2028 too"
+		}
+		if turn%5 == 2 {
+			req.Extra = map[string]any{"extra_key": "k", "custom_logit_processor": nil}
+		}
+		mu.Lock()
+		first := len(bodies)
+		retried := turn%4 == 1
+		fail[first] = retried
+		mu.Unlock()
+		if _, err := c.Generate(context.Background(), "conv", req); err != nil {
+			t.Fatalf("turn %d: %v", turn, err)
+		}
+		mu.Lock()
+		got := bodies[first:]
+		mu.Unlock()
+		if want := 1 + b2i(retried); len(got) != want {
+			t.Fatalf("turn %d: %d requests, want %d", turn, len(got), want)
+		}
+		for i, b := range got {
+			small = small || len(b) <= joinBelow
+			large = large || len(b) > joinBelow
+			plain := *req
+			plain.IDsCache = nil
+			plain.RID = req.RID
+			if i > 0 {
+				plain.RID += "-retry" + strconv.Itoa(i+1)
+			}
+			want, err := plain.appendJSON(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(b, want) {
+				t.Fatalf("turn %d, attempt %d: the body with the cache differs from the body without\ngot  %.200s\nwant %.200s", turn, i+1, b, want)
+			}
+		}
+	}
+	if !small || !large {
+		t.Errorf("bodies joined: %v, in parts: %v; the test wants both", small, large)
+	}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestPartsReader: the parts come out in order, whatever the reader's buffer, and GetBody can read them again.
+func TestPartsReader(t *testing.T) {
+	parts := [][]byte{[]byte("abc"), nil, []byte("d"), []byte("efghij")}
+	for _, size := range []int{1, 2, 3, 5, 64} {
+		r := newPartsReader(parts)
+		var out []byte
+		buf := make([]byte, size)
+		for {
+			n, err := r.Read(buf)
+			out = append(out, buf[:n]...)
+			if err == io.EOF {
+				break
+			}
+			if err != nil || n == 0 {
+				t.Fatalf("buffer %d: Read = %d, %v", size, n, err)
+			}
+		}
+		if string(out) != "abcdefghij" {
+			t.Errorf("buffer %d: read %q", size, out)
+		}
+	}
+	if string(parts[0]) != "abc" || string(parts[3]) != "efghij" {
+		t.Errorf("the reader changed its parts: %q", parts)
+	}
+}

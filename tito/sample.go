@@ -1,0 +1,208 @@
+package tito
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Sample reasons: why a sample of a multi-sample episode began.
+const (
+	// SampleCompaction: the conversation was replaced (a context policy dropped or summarised old turns) and the
+	// new conversation rendered in full as the sample's first prompt.
+	SampleCompaction = "compaction"
+	// SampleSummary: the model's call that summarized the conversation for a compaction (its prompt the full render
+	// of the conversation and the summary request, its one response the summary).
+	SampleSummary = "summary"
+	// SampleAsDeployed: history "as-deployed": the turn's prompt is the full render of the conversation so far.
+	SampleAsDeployed = "as_deployed"
+)
+
+// SampleOrigin says where one sample of a multi-sample episode came from (docs/PROTOCOL.md section 7).
+type SampleOrigin struct {
+	// Index is the sample's position in the episode (0 for the first).
+	Index int `json:"index"`
+	// Parent is the index of the sample it branched from (-1 for the first); BranchTurn and BranchOffset are the
+	// parent's responses and tokens at the branch: the parent's chain up to there is what the conversation had been
+	// when it was replaced.
+	Parent       int `json:"parent"`
+	BranchTurn   int `json:"branch_turn"`
+	BranchOffset int `json:"branch_offset"`
+	// Reason is why the sample began ("" for the first, SampleCompaction).
+	Reason string `json:"reason,omitempty"`
+	// FirstTurn is the number of the episode's model calls before the sample's first (its segments' turns count
+	// from 0 within the sample; a response's rid names the episode-wide call).
+	FirstTurn int `json:"first_turn"`
+	// PromptMessages is how many of the sample's messages its first prompt renders: that prompt is the chat
+	// template's full render of messages[:prompt_messages] with the episode's tools and add_generation_prompt.
+	PromptMessages int `json:"prompt_messages"`
+}
+
+// Sample is a finished sample of a multi-sample episode: one prefix chain (token ids, loss mask, logprobs,
+// weight spans, segments) with the conversation it rendered, and where it came from.
+type Sample struct {
+	SampleOrigin
+	TokenIDs       []int32         `json:"token_ids"`
+	LossMask       Mask            `json:"loss_mask"`
+	Logprobs       Logprobs        `json:"logprobs"`
+	WeightVersions []WeightSpan    `json:"weight_versions,omitempty"`
+	Segments       []Segment       `json:"segments"`
+	Messages       json.RawMessage `json:"messages"`
+}
+
+// chain returns the sample as a one-chain trajectory sharing its slices, for the chain checks.
+func (s *Sample) chain() *Trajectory {
+	c := &Trajectory{TokenIDs: s.TokenIDs, LossMask: s.LossMask, Logprobs: s.Logprobs, WeightVersions: s.WeightVersions,
+		Segments: s.Segments}
+	c.restoreState()
+	return c
+}
+
+// MultiSample reports whether the episode has more than one sample (then Samples holds the earlier ones and the
+// trajectory's own chain is the last).
+func (t *Trajectory) MultiSample() bool { return len(t.Samples) > 0 }
+
+// SampleCount is the episode's number of samples (1 for a one-chain episode).
+func (t *Trajectory) SampleCount() int { return len(t.Samples) + 1 }
+
+// CurrentSample is the trajectory's own chain as a Sample: the last sample of the episode (the slices are shared,
+// not copied; Messages is the trajectory's).
+func (t *Trajectory) CurrentSample() Sample {
+	o := t.Origin
+	o.Index = len(t.Samples)
+	if len(t.Samples) == 0 {
+		o.Parent = -1
+	}
+	return Sample{SampleOrigin: o, TokenIDs: t.TokenIDs, LossMask: t.LossMask, Logprobs: t.Logprobs,
+		WeightVersions: t.WeightVersions, Segments: t.Segments, Messages: t.Messages}
+}
+
+// AllSamples lists every sample of the episode in order, the trajectory's own chain last (one for a one-chain
+// episode). The slices are shared, not copied.
+func (t *Trajectory) AllSamples() []Sample {
+	out := make([]Sample, 0, len(t.Samples)+1)
+	out = append(out, t.Samples...)
+	return append(out, t.CurrentSample())
+}
+
+// NewSample ends the trajectory's chain and begins a new, empty one for the same episode: the chain so far (its
+// trailing prompt that was never sent dropped) becomes Samples[len-1], with messages as its conversation, and the
+// new chain's origin records the branch (its parent is the chain just ended). The caller then appends the new
+// sample's first prompt (a full render of its conversation: set Origin.PromptMessages) and goes on as usual.
+// Status, reward, metrics and provenance stay the episode's.
+//
+// # Errors
+//
+// An *InvariantError (nothing is changed) wrapping ErrSequence when the chain has no response yet (a sample with
+// nothing the model generated is no sample), or the chain's own error when it is inconsistent.
+func (t *Trajectory) NewSample(reason string, messages json.RawMessage) error {
+	if err := t.consistent(); err != nil {
+		return err
+	}
+	if t.turns == 0 {
+		return invariantErr(ErrSequence, t.turns, len(t.TokenIDs), "a new sample needs the current one to have a response")
+	}
+	if t.OffPolicyMasked {
+		return invariantErr(ErrSequence, t.turns, len(t.TokenIDs), "the trajectory's off-policy tokens are masked: it takes no more samples")
+	}
+	t.DropPending()
+	cur := t.CurrentSample()
+	cur.Messages = slices.Clone(messages)
+	turns := t.turns
+	t.Samples = append(t.Samples, cur)
+	t.Origin = SampleOrigin{Index: len(t.Samples), Parent: cur.Index, BranchTurn: turns, BranchOffset: len(cur.TokenIDs),
+		Reason: reason, FirstTurn: cur.FirstTurn + turns}
+	t.TokenIDs, t.LossMask, t.Logprobs, t.WeightVersions, t.Segments = nil, nil, nil, nil, nil
+	t.pending, t.turns = 0, 0
+	return nil
+}
+
+// validateSamples checks the earlier samples of a multi-sample episode: each is a valid chain that ends in a
+// response, and the origins are consistent (indexes in order, a parent before its child, a branch inside the
+// parent, first turns that count the responses before them).
+func (t *Trajectory) validateSamples() error {
+	if len(t.Samples) == 0 {
+		return nil
+	}
+	all := t.AllSamples()
+	turns := 0
+	for k := range all {
+		s := &all[k]
+		c := s.chain()
+		if k < len(all)-1 {
+			if err := c.Validate(); err != nil {
+				return fmt.Errorf("sample %d: %w", k, err)
+			}
+			if n := len(s.Segments); n == 0 || s.Segments[n-1].Kind != KindResponse {
+				return invariantErr(ErrSequence, -1, len(s.TokenIDs), "sample %d does not end in a response", k)
+			}
+		}
+		if s.Index != k {
+			return invariantErr(ErrSequence, -1, -1, "sample %d has index %d", k, s.Index)
+		}
+		if s.FirstTurn != turns {
+			return invariantErr(ErrSequence, -1, -1, "sample %d has first_turn %d, the samples before it have %d responses", k, s.FirstTurn, turns)
+		}
+		if k == 0 {
+			if s.Parent != -1 {
+				return invariantErr(ErrSequence, -1, -1, "sample 0 has parent %d, want -1", s.Parent)
+			}
+		} else {
+			if s.Parent < 0 || s.Parent >= k {
+				return invariantErr(ErrSequence, -1, -1, "sample %d has parent %d, want one of the samples before it", k, s.Parent)
+			}
+			p := all[s.Parent].chain()
+			if s.BranchOffset < 0 || s.BranchOffset > len(p.TokenIDs) || s.BranchTurn < 0 || s.BranchTurn > p.turns {
+				return invariantErr(ErrSequence, -1, -1, "sample %d branches at token %d, turn %d: outside its parent (%d tokens, %d turns)",
+					k, s.BranchOffset, s.BranchTurn, len(p.TokenIDs), p.turns)
+			}
+		}
+		turns += c.turns
+	}
+	return nil
+}
+
+// sampleJSON decodes one entry of "samples".
+type sampleJSON Sample
+
+// decodeSamples splits a decoded "samples" list into the earlier samples and the origin of the trajectory's own
+// chain, which the list's last entry repeats.
+func (t *Trajectory) decodeSamples(raw json.RawMessage) error {
+	var all []sampleJSON
+	if err := json.Unmarshal(raw, &all); err != nil {
+		return fmt.Errorf("tito: trajectory samples: %w", err)
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	if len(all) == 1 {
+		return errors.New("tito: trajectory samples: one sample is written as a one-chain trajectory, without \"samples\"")
+	}
+	last := all[len(all)-1]
+	if !slices.Equal(last.TokenIDs, t.TokenIDs) || !slices.Equal(last.LossMask, t.LossMask) || len(last.Segments) != len(t.Segments) {
+		return errors.New("tito: trajectory samples: the last sample is not the trajectory's own chain (token_ids, loss_mask, segments)")
+	}
+	t.Samples = make([]Sample, len(all)-1)
+	for i := range t.Samples {
+		t.Samples[i] = Sample(all[i])
+	}
+	t.Origin = last.SampleOrigin
+	return nil
+}
+
+// DiscardEmptySample ends a multi-sample episode on its previous sample when the current one has no response (the
+// episode ended between a compaction and the new sample's first reply): that sample becomes the trajectory's own
+// chain again, and its messages are returned (the caller's conversation was the discarded sample's). It returns
+// nil and changes nothing when the current sample has a response or is the only one.
+func (t *Trajectory) DiscardEmptySample() json.RawMessage {
+	if t.turns > 0 || len(t.Samples) == 0 {
+		return nil
+	}
+	s := t.Samples[len(t.Samples)-1]
+	t.Samples = t.Samples[:len(t.Samples)-1]
+	t.TokenIDs, t.LossMask, t.Logprobs, t.WeightVersions, t.Segments = s.TokenIDs, s.LossMask, s.Logprobs, s.WeightVersions, s.Segments
+	t.Origin = s.SampleOrigin
+	t.restoreState()
+	return s.Messages
+}
