@@ -203,36 +203,52 @@ func (b *Bus) setup(ctx context.Context) error {
 		MaxAckPending: b.cfg.MaxAckPending,
 		FilterSubject: workPrefix + ">",
 	}
-	return retry(ctx, func(ctx context.Context) error {
-		if _, err := b.js.CreateOrUpdateStream(ctx, work); err != nil {
-			return fmt.Errorf("stream %s: %w", WorkStream, err)
+	// One retry per step, so that each starts again with a short attempt.
+	steps := []func(ctx context.Context) error{
+		func(ctx context.Context) error { return b.stream(ctx, work, nil) },
+		func(ctx context.Context) error { return b.stream(ctx, results, &b.results) },
+		func(ctx context.Context) error { return b.stream(ctx, counts, nil) },
+		func(ctx context.Context) (err error) {
+			b.requests, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RequestBucket, Storage: jetstream.FileStorage, Replicas: r})
+			if err != nil {
+				return fmt.Errorf("bucket %s: %w", RequestBucket, err)
+			}
+			return nil
+		},
+		func(ctx context.Context) (err error) {
+			if b.work, err = b.js.CreateOrUpdateConsumer(ctx, WorkStream, consumer); err != nil {
+				return fmt.Errorf("consumer %s: %w", workConsumer, err)
+			}
+			return nil
+		},
+	}
+	for _, step := range steps {
+		if err := retry(ctx, b.log, step); err != nil {
+			return err
 		}
-		rs, err := b.js.CreateOrUpdateStream(ctx, results)
-		if err != nil {
-			return fmt.Errorf("stream %s: %w", ResultStream, err)
-		}
-		if _, err := b.js.CreateOrUpdateStream(ctx, counts); err != nil {
-			return fmt.Errorf("stream %s: %w", CountStream, err)
-		}
-		kv, err := b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: RequestBucket, Storage: jetstream.FileStorage, Replicas: r})
-		if err != nil {
-			return fmt.Errorf("bucket %s: %w", RequestBucket, err)
-		}
-		c, err := b.js.CreateOrUpdateConsumer(ctx, WorkStream, consumer)
-		if err != nil {
-			return fmt.Errorf("consumer %s: %w", workConsumer, err)
-		}
-		b.requests, b.work, b.results = kv, c, rs
-		return nil
-	})
+	}
+	return nil
+}
+
+// stream creates or updates a stream, keeping its handle in h if h is not nil.
+func (b *Bus) stream(ctx context.Context, cfg jetstream.StreamConfig, h *jetstream.Stream) error {
+	s, err := b.js.CreateOrUpdateStream(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("stream %s: %w", cfg.Name, err)
+	}
+	if h != nil {
+		*h = s
+	}
+	return nil
 }
 
 // retry calls f until it succeeds or ctx ends (a cluster answers "no leader" for a while after it starts or
 // loses its leader). The error names what failed last.
-func retry(ctx context.Context, f func(ctx context.Context) error) error {
+func retry(ctx context.Context, log *slog.Logger, f func(ctx context.Context) error) error {
 	var last error
-	// Short attempts at first: when several nodes create the same stream at once, the requests that lose the
-	// race may get no answer, and the next attempt finds the stream made. Longer ones later, for a loaded box.
+	// Short attempts at first: when several nodes create the same stream at once, none of the requests may get
+	// an answer (seen with nats-server v2.15.2), and the next attempt finds the stream made. Longer ones later,
+	// for a loaded box.
 	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
 		actx, cancel := context.WithTimeout(ctx, wait)
 		err := f(actx)
@@ -241,6 +257,7 @@ func retry(ctx context.Context, f func(ctx context.Context) error) error {
 			return nil
 		}
 		last = err
+		log.Info("bus: not ready yet, trying again", "err", err, "attempt_timeout", wait)
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("bus: %w (gave up: %v)", last, context.Cause(ctx))

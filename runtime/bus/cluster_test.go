@@ -2,7 +2,9 @@ package bus
 
 import (
 	"fmt"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,7 +52,8 @@ func cluster(t *testing.T) []*Bus {
 		cfg.Dir = t.TempDir()
 		cfg.AckWait = 2 * 1e9
 		cfg.MaxDeliver = 5
-		wg.Go(func() { nodes[i], errs[i] = Open(patienceCtx(t), cfg, nil) })
+		log := slog.New(slog.NewTextHandler(tlog{t}, nil)).With("node", cfg.Name)
+		wg.Go(func() { nodes[i], errs[i] = Open(patienceCtx(t), cfg, log) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -61,6 +64,11 @@ func cluster(t *testing.T) []*Bus {
 	}
 	return nodes
 }
+
+// tlog writes a node's log lines to the test's log.
+type tlog struct{ t *testing.T }
+
+func (w tlog) Write(p []byte) (int, error) { w.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
 
 // leaderOf returns the index of the node that leads stream.
 func leaderOf(t *testing.T, nodes []*Bus, alive *Bus, stream string) int {

@@ -48,7 +48,7 @@ func (b *Bus) Outbox(ctx context.Context, consumer string) (*Outbox, error) {
 		MaxAckPending: b.cfg.MaxAckPending,
 	}
 	var c jetstream.Consumer
-	err := retry(ctx, func(ctx context.Context) (err error) {
+	err := retry(ctx, b.log, func(ctx context.Context) (err error) {
 		c, err = b.js.CreateOrUpdateConsumer(ctx, ResultStream, cfg)
 		return err
 	})
