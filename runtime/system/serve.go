@@ -11,6 +11,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/agentrt/agentrt/runtime/bus"
 	"github.com/agentrt/agentrt/runtime/config"
 	"github.com/agentrt/agentrt/runtime/frontdoor"
 	"github.com/agentrt/agentrt/runtime/metrics"
@@ -59,6 +60,9 @@ func (o viewerObserver) EpisodeFinished(t *tito.Trajectory) {
 func NewServer(ctx context.Context, cfg *config.Config, name string, log *slog.Logger, logw io.Writer) (_ *Server, err error) {
 	if cfg.Server.Token == "" && !stream.IsLoopback(cfg.Server.Addr) {
 		return nil, fmt.Errorf("server.addr %s listens beyond loopback: set server.token (trainers must present it)", cfg.Server.Addr)
+	}
+	if cfg.Bus.Mode != bus.ModeEmbedded {
+		return nil, fmt.Errorf("bus.mode = %q: agentrt serve does not run on the bus yet; it is one process that keeps requests and trajectories in its spool (server.spool_dir; docs/scale-out.md)", cfg.Bus.Mode)
 	}
 	s := &Server{cfg: cfg, log: log}
 	defer func() {
