@@ -75,7 +75,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 	var srv *server.Server
 	if cfg.Mode != ModeExternal {
 		var err error
-		if srv, err = startServer(cfg); err != nil {
+		if srv, err = startServer(cfg, log); err != nil {
 			return nil, err
 		}
 	}
@@ -113,8 +113,9 @@ func attach(ctx context.Context, cfg Config, log *slog.Logger, srv *server.Serve
 	return b, nil
 }
 
-// startServer starts the embedded server and waits until it takes connections.
-func startServer(cfg Config) (*server.Server, error) {
+// startServer starts the embedded server and waits until it takes connections. A listener it cannot open
+// (a route port in use) is an error at once, naming the address.
+func startServer(cfg Config, log *slog.Logger) (*server.Server, error) {
 	if cfg.Dir == "" {
 		return nil, errors.New("bus: no store dir (bus.dir, or server.spool_dir)")
 	}
@@ -131,7 +132,6 @@ func startServer(cfg Config) (*server.Server, error) {
 		SyncInterval:       every,
 		MaxPayload:         int32(cfg.MaxPayload),
 		NoSigs:             true,
-		NoLog:              true,
 		JetStreamMaxMemory: 64 << 20,
 	}
 	if cfg.Mode == ModeCluster {
@@ -139,6 +139,9 @@ func startServer(cfg Config) (*server.Server, error) {
 		p, err := strconv.Atoi(port)
 		if err != nil {
 			return nil, fmt.Errorf("bus: listen %q: %w", cfg.Listen, err)
+		}
+		if p == 0 {
+			p = server.RANDOM_PORT // port 0 means no route listener to nats-server; ours means a kernel-chosen one
 		}
 		// NATS starts routing only after its client listener: in cluster mode it listens on a random loopback
 		// port (this node connects in-process; the port is not advertised to clients).
@@ -157,13 +160,53 @@ func startServer(cfg Config) (*server.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bus: start server: %w", err)
 	}
+	sl := &serverLog{log: log, fatal: make(chan string, 1)}
+	s.SetLoggerV2(sl, false, false, false)
 	go s.Start()
-	if !s.ReadyForConnections(30 * time.Second) {
-		s.Shutdown()
-		return nil, errors.New("bus: the embedded server did not start within 30s")
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if s.ReadyForConnections(100 * time.Millisecond) {
+			return s, nil
+		}
+		select {
+		case msg := <-sl.fatal:
+			s.Shutdown()
+			return nil, fmt.Errorf("bus: the embedded server did not start: %s", msg)
+		default:
+		}
+		if time.Now().After(deadline) {
+			s.Shutdown()
+			return nil, errors.New("bus: the embedded server did not start within 30s")
+		}
 	}
-	return s, nil
 }
+
+// serverLog passes the embedded server's log to the bus's: errors at warn level, warnings and notices at
+// debug level (a cluster's start-up is noisy). A fatal message (a listener it cannot open) also goes to fatal,
+// for startServer; the server keeps running until it is shut down.
+type serverLog struct {
+	log   *slog.Logger
+	fatal chan string
+}
+
+func (l *serverLog) Noticef(format string, v ...any) {
+	l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
+}
+func (l *serverLog) Warnf(format string, v ...any) {
+	l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
+}
+func (l *serverLog) Errorf(format string, v ...any) {
+	l.log.Warn("nats-server: " + fmt.Sprintf(format, v...))
+}
+func (l *serverLog) Fatalf(format string, v ...any) {
+	msg := fmt.Sprintf(format, v...)
+	l.log.Error("nats-server: " + msg)
+	select {
+	case l.fatal <- msg:
+	default:
+	}
+}
+func (l *serverLog) Debugf(string, ...any) {}
+func (l *serverLog) Tracef(string, ...any) {}
 
 // setup creates (or updates) the streams, the bucket and the work consumer, retrying while the cluster has
 // no leader yet.

@@ -55,6 +55,24 @@ func TestConfigValidate(t *testing.T) {
 			c.Listen = "127.0.0.1:6222"
 			c.Routes = []string{"nats-route://a:6222", "nats-route://b:6222"}
 		}, "", ""},
+		{"cluster kernel-chosen port", func(c *Config) {
+			c.Mode = ModeCluster
+			c.Name = "n1"
+			c.Listen = "127.0.0.1:0"
+			c.Routes = []string{"nats-route://a:6222"}
+		}, "", ""},
+		{"cluster port not a number", func(c *Config) {
+			c.Mode = ModeCluster
+			c.Name = "n1"
+			c.Listen = "127.0.0.1:route"
+			c.Routes = []string{"nats-route://a:6222"}
+		}, "listen", "port must be a number from 0"},
+		{"cluster port too big", func(c *Config) {
+			c.Mode = ModeCluster
+			c.Name = "n1"
+			c.Listen = "127.0.0.1:65536"
+			c.Routes = []string{"nats-route://a:6222"}
+		}, "listen", "port must be a number from 0"},
 		{"external no url", func(c *Config) { c.Mode = ModeExternal }, "url", "needs url"},
 		{"external bad url", func(c *Config) { c.Mode = ModeExternal; c.URL = "http://x" }, "url", "want nats://host:port"},
 		{"external ok", func(c *Config) { c.Mode = ModeExternal; c.URL = "nats://a:4222, nats://b:4222"; c.Replicas = 3 }, "", ""},

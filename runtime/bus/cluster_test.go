@@ -9,51 +9,57 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+
 	"github.com/agentrt/agentrt/internal/testutil"
 )
 
-// freePorts returns n loopback ports that were free a moment ago (the route listeners must be known before
-// the servers start, since each names the others in its routes).
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var ls []net.Listener
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
-}
-
-// cluster starts three nodes in cluster mode on loopback (streams R3) and returns their buses.
+// cluster starts three nodes in cluster mode on loopback (streams R3) and returns their buses. JetStream
+// clustering needs a configured route, and the route listener opens after JetStream starts, so the first node
+// takes a port that was free a moment ago and lists itself; if someone took the port in between, the server
+// says so at once and the test tries another. The other two take kernel-chosen ports (listen port 0) and
+// route to the nodes already started; NATS tells each node about the rest.
 func cluster(t *testing.T) []*Bus {
 	t.Helper()
-	ports := freePorts(t, 3)
+	cfgs := make([]Config, 3)
+	logs := make([]*slog.Logger, 3)
+	srvs := make([]*server.Server, 3)
 	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	for i := range 3 {
+		cfg := DefaultConfig()
+		cfg.Mode = ModeCluster
+		cfg.Name = fmt.Sprintf("n%d", i)
+		cfg.Listen = "127.0.0.1:0"
+		cfg.Routes = routes
+		cfg.Dir = t.TempDir()
+		cfg.AckWait = 2 * 1e9
+		cfg.MaxDeliver = 5
+		logs[i] = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelDebug})).With("node", cfg.Name)
+		for attempt := 1; ; attempt++ {
+			if i == 0 {
+				cfg.Listen = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+				cfg.Routes = []string{"nats-route://" + cfg.Listen}
+			}
+			srv, err := startServer(cfg, logs[i])
+			if i == 0 && attempt < 10 && err != nil && strings.Contains(err.Error(), "address already in use") {
+				t.Logf("%s: %v; another port", cfg.Name, err)
+				continue
+			}
+			if err != nil {
+				t.Fatalf("node %s: %v", cfg.Name, err)
+			}
+			t.Cleanup(srv.Shutdown) // attach's Close shuts it down too; this covers a failed attach
+			srvs[i] = srv
+			break
+		}
+		cfgs[i] = cfg
+		routes = append(routes, "nats-route://"+srvs[i].ClusterAddr().String())
 	}
 	nodes := make([]*Bus, 3)
 	errs := make([]error, 3)
 	var wg sync.WaitGroup
 	for i := range 3 {
-		cfg := DefaultConfig()
-		cfg.Mode = ModeCluster
-		cfg.Name = fmt.Sprintf("n%d", i)
-		cfg.Listen = fmt.Sprintf("127.0.0.1:%d", ports[i])
-		cfg.Routes = routes
-		cfg.Dir = t.TempDir()
-		cfg.AckWait = 2 * 1e9
-		cfg.MaxDeliver = 5
-		log := slog.New(slog.NewTextHandler(tlog{t}, nil)).With("node", cfg.Name)
-		wg.Go(func() { nodes[i], errs[i] = Open(patienceCtx(t), cfg, log) })
+		wg.Go(func() { nodes[i], errs[i] = attach(patienceCtx(t), cfgs[i], logs[i], srvs[i], true) })
 	}
 	wg.Wait()
 	for i, err := range errs {
@@ -63,6 +69,49 @@ func cluster(t *testing.T) []*Bus {
 		t.Cleanup(func() { nodes[i].Close() })
 	}
 	return nodes
+}
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// TestClusterRoutePortInUse: a node whose route port is taken fails to open at once, naming the address, and
+// a node given port 0 reports the port the kernel chose.
+func TestClusterRoutePortInUse(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := DefaultConfig()
+	cfg.Mode = ModeCluster
+	cfg.Name = "n0"
+	cfg.Listen = l.Addr().String()
+	cfg.Routes = []string{"nats-route://" + cfg.Listen}
+	cfg.Dir = t.TempDir()
+	_, err = Open(patienceCtx(t), cfg, nil)
+	if err == nil || !strings.Contains(err.Error(), "address already in use") || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("Open with a taken route port: %v; want address in use, naming %s", err, l.Addr())
+	}
+
+	cfg.Listen = "127.0.0.1:0"
+	srv, err := startServer(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	b := &Bus{cfg: cfg, srv: srv}
+	host, port, err := net.SplitHostPort(b.ClusterAddr())
+	if err != nil || host != "127.0.0.1" || port == "0" {
+		t.Fatalf("ClusterAddr() = %q (%v); want 127.0.0.1 and the port the kernel chose", b.ClusterAddr(), err)
+	}
 }
 
 // tlog writes a node's log lines to the test's log.

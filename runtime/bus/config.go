@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,7 +34,9 @@ type Config struct {
 	Name string `toml:"name"`
 	// Cluster is the cluster's name (cluster mode); every node must give the same.
 	Cluster string `toml:"cluster"`
-	// Listen is where this node's server accepts routes from its peers, "host:port" (cluster mode).
+	// Listen is where this node's server accepts routes from its peers, "host:port" (cluster mode). Port 0 is
+	// a port the kernel chooses (Bus.ClusterAddr reports it): peers cannot list it in advance, so such a node
+	// routes to nodes already running and NATS tells the others about it.
 	Listen string `toml:"listen"`
 	// Routes are the peers' route addresses, "nats-route://host:port" (cluster mode; listing this node too is fine).
 	Routes []string `toml:"routes"`
@@ -146,8 +149,12 @@ func (c Config) Validate() (key string, err error) {
 		if c.Cluster == "" {
 			return "cluster", fmt.Errorf("cluster mode needs a cluster name")
 		}
-		if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		_, port, err := net.SplitHostPort(c.Listen)
+		if err != nil {
 			return "listen", fmt.Errorf("cluster mode needs the route listener as host:port: %v", err)
+		}
+		if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+			return "listen", fmt.Errorf("%q: the port must be a number from 0 (kernel-chosen) to 65535", c.Listen)
 		}
 		if len(c.Routes) == 0 {
 			return "routes", fmt.Errorf("cluster mode needs the peers' routes (nats-route://host:port)")
