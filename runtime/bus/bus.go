@@ -180,9 +180,10 @@ func startServer(cfg Config, log *slog.Logger) (*server.Server, error) {
 	}
 }
 
-// serverLog passes the embedded server's log to the bus's: errors at warn level, warnings and notices at
-// debug level (a cluster's start-up is noisy). A fatal message (a listener it cannot open) also goes to fatal,
-// for startServer; the server keeps running until it is shut down.
+// serverLog passes the embedded server's log to the bus's at debug level (a cluster's start-up is noisy, and
+// a dead peer's route is retried, and logged as an error, every second). A fatal message (a listener it cannot
+// open) is logged as an error and goes to fatal, for startServer; the server keeps running until it is shut
+// down.
 type serverLog struct {
 	log   *slog.Logger
 	fatal chan string
@@ -195,7 +196,7 @@ func (l *serverLog) Warnf(format string, v ...any) {
 	l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
 }
 func (l *serverLog) Errorf(format string, v ...any) {
-	l.log.Warn("nats-server: " + fmt.Sprintf(format, v...))
+	l.log.Debug("nats-server: " + fmt.Sprintf(format, v...))
 }
 func (l *serverLog) Fatalf(format string, v ...any) {
 	msg := fmt.Sprintf(format, v...)
