@@ -6,7 +6,7 @@ trajectory's turns are found in the log by content, not by request id (strands-s
 check applies to both. For every trajectory it verifies:
 
   aligned     token_ids, loss_mask and logprobs have one entry per token; segments tile the trajectory and
-              loss_mask is 1 exactly on response segments;
+              loss_mask is 1 exactly on response segments (0 on a sample marked "masked");
   verbatim    for each response segment, the log holds a /generate request whose input_ids are the trajectory
               up to that segment and whose output_ids are the segment, and that assistant message's text is the
               response text as the server sent it; response logprobs are the server's output_token_logprobs;
@@ -133,8 +133,9 @@ def check_one(t, index, used, skip=0):
     if not responses:
         raise ValueError("no response segment")
     want_mask = [0] * len(ids)
+    on = 0 if t.get("masked") else 1  # a summary sample of an agent with mask_summary: responses not trained on
     for off, n in responses:
-        want_mask[off:off + n] = [1] * n
+        want_mask[off:off + n] = [on] * n
     if list(mask) != want_mask:
         p = next(i for i in range(len(ids)) if mask[i] != want_mask[i])
         raise ValueError(f"loss_mask[{p}] = {mask[p]}, segments say {want_mask[p]}")

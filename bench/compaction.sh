@@ -9,7 +9,8 @@
 # Knobs (environment): CB_EPISODES (default 4), CB_TURNS (default 60), CB_MAX_TOKENS (the threshold, default 3000),
 #   CB_KEEP (keep_turns, default 3), CB_WINDOW (context_window, default 4096), CB_HISTORY (the agent's history:
 #   as-generated, the default, or as-deployed: every turn a sample whose prompt is the full render), CB_POLICY
-#   (keep_last, the default, or summarize: the summary call a sample of its own).
+#   (keep_last, the default, or summarize: the summary call a sample of its own), CB_MASK_SUMMARY (with summarize:
+#   true gives the summary calls loss mask 0, each summary sample marked "masked"; unset: the summaries train).
 # Needs: make setup (the Qwen3 model folder; venv-bench for transformers), env.sh sourced.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -85,6 +86,7 @@ history = "$history"
 policy = "$policy"
 max_tokens = $maxtok
 keep_turns = $keep
+${CB_MASK_SUMMARY:+mask_summary = $CB_MASK_SUMMARY}
 [agent.sampling]
 max_new_tokens = 512
 temperature = 1.0
@@ -108,7 +110,8 @@ rows = [json.loads(l) for l in open(trajs) if l.strip()]
 for t in rows:
     ss = t.get("samples") or [t]
     print(f"{t['id']}: {t['status']}, {int(t['metrics']['turns'])} turns, {len(ss)} samples, "
-          f"sample tokens {[len(s['token_ids']) for s in ss]}, reward {t['reward']}")
+          f"sample tokens {[len(s['token_ids']) for s in ss]}, masked samples {[s['index'] for s in ss if s.get('masked')]}, "
+          f"reward {t['reward']}")
 print(json.dumps({"ok": chk["ok"], "episodes": chk["trajectories"], "samples": chk["samples"],
                   "renders_checked": chk["renders_checked"], "turns": chk["turns"],
                   "logged_requests": chk["logged_requests"], "status": chk["status"], "wall_s": round(t1 - t0, 2)}))

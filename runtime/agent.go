@@ -134,6 +134,9 @@ type ContextPolicy struct {
 	KeepTurns int
 	// SummaryPrompt is the summarize policy's request ("": DefaultSummaryPrompt).
 	SummaryPrompt string
+	// MaskSummary gives the summarize policy's summary call loss mask 0 (its sample is marked masked; logprobs are
+	// kept): the summary is not trained on. False (the default): it trains as any response.
+	MaskSummary bool
 }
 
 // Deps are the built components an Agent runs with; runtime/system constructs them.
@@ -174,6 +177,9 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	}
 	if cfg.Sampling.MaxNewTokens <= 0 {
 		return nil, fmt.Errorf("runtime: agent %q: sampling.max_new_tokens must be > 0", cfg.Name)
+	}
+	if c := cfg.Context; c.MaskSummary && c.Policy != ContextSummarize {
+		return nil, fmt.Errorf("runtime: agent %q: context mask_summary needs policy %q", cfg.Name, ContextSummarize)
 	}
 	switch c := cfg.Context; c.Policy {
 	case "", ContextNone:
@@ -582,7 +588,7 @@ type summary struct {
 
 // summarize asks the model for a summary of the conversation: a sample of its own (reason "summary"), whose prompt
 // is the full render of the conversation and the summary request, and whose one response is the summary (its loss
-// mask 1: the model produced it). The summary's text is the response less its reasoning block; a summary cut short
+// mask 1: the model produced it; 0 with MaskSummary, the sample then marked masked). The summary's text is the response less its reasoning block; a summary cut short
 // by max_new_tokens is kept as it is. It reports false when the episode ended (the call failed).
 func (e *episode) summarize(ctx context.Context) (summary, bool) {
 	cp := e.a.cfg.Context
@@ -595,6 +601,9 @@ func (e *episode) summarize(ctx context.Context) (summary, bool) {
 	prompt := append(slices.Clone(e.views), tito.Message{Role: tito.RoleUser, Content: request})
 	if !e.newSample(tito.SampleSummary, prompt, "rendering the summary request") {
 		return out, false
+	}
+	if cp.MaskSummary {
+		e.traj.MaskResponses() // no responses yet: the summary's tokens get loss mask 0 as they are appended
 	}
 	rid := fmt.Sprintf("%s.%d", e.ep.ID, e.counts.ModelCalls)
 	r, err := e.a.m.Call(sglang.WithGroup(ctx, e.ep.GroupID), e.traj, turn.CallRequest{Key: e.ep.ID, RID: rid, Sampling: e.sampling,

@@ -146,3 +146,31 @@ func slices32(a, b []int32) bool {
 	}
 	return true
 }
+
+// TestMaskSummaryNeedsSummarize: NewAgent refuses mask_summary without policy "summarize" (no other policy makes a
+// summary call) and takes it with that policy.
+func TestMaskSummaryNeedsSummarize(t *testing.T) {
+	tmpl, err := qwen3.ChatTemplate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := parsers.New("hermes")
+	for _, tc := range []struct {
+		policy string
+		ok     bool
+	}{{"", false}, {runtime.ContextKeepLast, false}, {runtime.ContextSummarize, true}} {
+		cfg := defaultSettings()
+		cfg.Context = runtime.ContextPolicy{Policy: tc.policy, MaskSummary: true}
+		if tc.policy != "" {
+			cfg.Context.MaxTokens, cfg.Context.KeepTurns = 1000, 1
+		}
+		_, err := runtime.NewAgent(cfg, runtime.Deps{Model: &turn.Model{Generator: &scripted{}, Tokenizer: qwen3.Tokenizer, Template: tmpl,
+			Parser: nativeParser{p}, StopIDs: qwen3.StopIDs, ContextWindow: 1 << 16}})
+		if tc.ok && err != nil {
+			t.Errorf("policy %q: %v", tc.policy, err)
+		}
+		if !tc.ok && (err == nil || !strings.Contains(err.Error(), `mask_summary needs policy "summarize"`)) {
+			t.Errorf("policy %q: NewAgent = %v, want mask_summary refused", tc.policy, err)
+		}
+	}
+}

@@ -37,6 +37,9 @@ type SampleOrigin struct {
 	// PromptMessages is how many of the sample's messages its first prompt renders: that prompt is the chat
 	// template's full render of messages[:prompt_messages] with the episode's tools and add_generation_prompt.
 	PromptMessages int `json:"prompt_messages"`
+	// Masked says the sample's response tokens have loss mask 0 (MaskResponses: a summary call the agent does not
+	// train on); their logprobs are kept. The declared exception to "loss mask 1 on response tokens".
+	Masked bool `json:"masked,omitempty"`
 }
 
 // Sample is a finished sample of a multi-sample episode: one prefix chain (token ids, loss mask, logprobs,
@@ -54,7 +57,7 @@ type Sample struct {
 // chain returns the sample as a one-chain trajectory sharing its slices, for the chain checks.
 func (s *Sample) chain() *Trajectory {
 	c := &Trajectory{TokenIDs: s.TokenIDs, LossMask: s.LossMask, Logprobs: s.Logprobs, WeightVersions: s.WeightVersions,
-		Segments: s.Segments}
+		Segments: s.Segments, Origin: SampleOrigin{Masked: s.Masked}}
 	c.restoreState()
 	return c
 }
@@ -116,6 +119,30 @@ func (t *Trajectory) NewSample(reason string, messages json.RawMessage) error {
 	t.TokenIDs, t.LossMask, t.Logprobs, t.WeightVersions, t.Segments = nil, nil, nil, nil, nil
 	t.pending, t.turns = 0, 0
 	return nil
+}
+
+// MaskResponses marks the current sample's responses as not trained on: loss mask 0 on its response tokens, those
+// appended so far and every later one (Origin.Masked; their logprobs are kept). The summarize policy's summary call
+// uses it when the agent sets [agent.context] mask_summary. It returns how many tokens it masked, and does nothing
+// (0) on a one-chain trajectory, whose JSON has nowhere to say so, or when the chain is inconsistent.
+func (t *Trajectory) MaskResponses() int {
+	if len(t.Samples) == 0 || t.consistent() != nil {
+		return 0
+	}
+	t.Origin.Masked = true
+	masked := 0
+	for _, s := range t.Segments {
+		if s.Kind != KindResponse {
+			continue
+		}
+		for i := s.Offset; i < s.Offset+s.Length; i++ {
+			if t.LossMask[i] != 0 {
+				t.LossMask[i] = 0
+				masked++
+			}
+		}
+	}
+	return masked
 }
 
 // validateSamples checks the earlier samples of a multi-sample episode: each is a valid chain that ends in a

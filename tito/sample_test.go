@@ -168,3 +168,60 @@ func TestDiscardEmptySample(t *testing.T) {
 		t.Fatal("DiscardEmptySample dropped a sample with a response")
 	}
 }
+
+// TestMaskResponses: a sample marked masked has loss mask 0 on its response tokens (those appended before and
+// after the mark), its logprobs kept; Validate holds it to that, JSON carries "masked" on that sample only, and the
+// next sample trains again. A one-chain trajectory is not masked.
+func TestMaskResponses(t *testing.T) {
+	one := trTwoTurns(t)
+	if n := one.MaskResponses(); n != 0 || one.Origin.Masked {
+		t.Fatalf("a one-chain trajectory masked %d tokens", n)
+	}
+	tr := trTwoTurns(t)
+	mustNoErr(t, tr.NewSample(SampleSummary, json.RawMessage(`[]`)))
+	tr.Origin.PromptMessages = 2
+	mustNoErr(t, tr.AppendPrompt([]int32{1, 2, 40}))
+	mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{41, 42})))
+	if n := tr.MaskResponses(); n != 2 || !tr.Origin.Masked {
+		t.Fatalf("masked %d tokens (origin masked %v), want the 2 response tokens", n, tr.Origin.Masked)
+	}
+	mustNoErr(t, tr.AppendPrompt([]int32{43}))
+	mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{44})))
+	if !slices.Equal(tr.LossMask, Mask{0, 0, 0, 0, 0, 0, 0}) {
+		t.Fatalf("loss mask %v, want all 0", tr.LossMask)
+	}
+	for i := 3; i < len(tr.Logprobs); i++ {
+		if !finite(tr.Logprobs[i]) {
+			t.Fatalf("logprob %d is %v: masking must keep them", i, tr.Logprobs[i])
+		}
+	}
+	mustNoErr(t, tr.Validate())
+	tr.LossMask[4] = 1 // a masked sample's response token with loss mask 1
+	if err := tr.Validate(); err == nil || !strings.Contains(err.Error(), "loss_mask is 1 on a response token, want 0") {
+		t.Fatalf("Validate = %v, want the masked sample's loss mask refused", err)
+	}
+	tr.LossMask[4] = 0
+	mustNoErr(t, tr.NewSample(SampleCompaction, json.RawMessage(`[]`)))
+	tr.Origin.PromptMessages = 1
+	mustNoErr(t, tr.AppendPrompt([]int32{1, 50}))
+	mustNoErr(t, tr.AppendResponse(trResponse(tr, []int32{51})))
+	if tr.Origin.Masked || tr.LossMask[2] != 1 {
+		t.Fatalf("the sample after a masked one: masked %v, loss mask %v", tr.Origin.Masked, tr.LossMask)
+	}
+	mustNoErr(t, tr.Validate())
+	b, err := tr.AppendJSON(nil)
+	mustNoErr(t, err)
+	if c := bytes.Count(b, []byte(`"masked":true`)); c != 1 {
+		t.Fatalf("%d samples say masked in %s, want 1", c, b)
+	}
+	var back Trajectory
+	mustNoErr(t, json.Unmarshal(b, &back))
+	mustNoErr(t, back.Validate())
+	if !back.Samples[1].Masked || back.Samples[0].Masked || back.Origin.Masked {
+		t.Fatalf("read back: masked %v %v %v, want only sample 1", back.Samples[0].Masked, back.Samples[1].Masked, back.Origin.Masked)
+	}
+	back.Samples[1].Masked = false // the same loss mask without the mark is an invariant violation
+	if err := back.Validate(); err == nil || !strings.Contains(err.Error(), "sample 1: ") {
+		t.Fatalf("Validate = %v, want sample 1's loss mask 0 on a response refused", err)
+	}
+}

@@ -396,8 +396,12 @@ func (t *Trajectory) appendResponse(r Response, cont bool) error {
 	}
 	t.TokenIDs = append(t.TokenIDs, r.OutputIDs...)
 	t.LossMask = slices.Grow(t.LossMask, len(r.OutputIDs))[:len(t.TokenIDs)]
+	mask := uint8(1)
+	if t.Origin.Masked {
+		mask = 0 // a sample not trained on (MaskResponses)
+	}
 	for i := n; i < len(t.LossMask); i++ {
-		t.LossMask[i] = 1
+		t.LossMask[i] = mask
 	}
 	t.Logprobs = append(t.Logprobs, r.OutputLogprobs...)
 	t.appendSpans(spans)
@@ -482,7 +486,7 @@ func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 // Validate checks every invariant of the whole trajectory (every sample of a multi-sample episode, each a chain
 // that ends in a response, with consistent origins): equal array lengths; segments that tile the
 // tokens, start with a prompt, alternate, and number their turns 0, 1, ...; loss mask 0 on prompt tokens and
-// 1 on response tokens; response segments with their TurnInfo; logprobs finite everywhere except token 0
+// 1 on response tokens (0 in a sample marked Masked); response segments with their TurnInfo; logprobs finite everywhere except token 0
 // (which must be null), the first prompt (all null, as NextRequest asks for none; trajectories made before
 // that have them from token 1) and a trailing prompt segment that was never sent (whose logprobs are all null).
 //
@@ -526,7 +530,9 @@ func (t *Trajectory) Validate() error {
 		}
 		mask := uint8(0)
 		if s.Kind == KindResponse {
-			mask = 1
+			if !t.Origin.Masked { // a masked sample's responses have loss mask 0 (MaskResponses)
+				mask = 1
+			}
 			turn++
 			if s.Info == nil {
 				return invariantErr(ErrSequence, -1, off, "response segment %d has no turn info", k)

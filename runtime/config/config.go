@@ -156,6 +156,9 @@ type Context struct {
 	// SummaryPrompt is the summarize policy's request to the model ("": the runtime's default, which asks for the
 	// task, what was done and found, and what is left, without tool calls).
 	SummaryPrompt string `toml:"summary_prompt"`
+	// MaskSummary gives the summarize policy's summary call loss mask 0 (false, the default: it trains as any
+	// response); its logprobs are kept and its sample says "masked": true.
+	MaskSummary bool `toml:"mask_summary"`
 }
 
 // The history modes (agent.history).
@@ -328,6 +331,9 @@ func (a *Agent) validateContext() error {
 	c := a.Context
 	switch c.Policy {
 	case "", ContextNone:
+		if c.MaskSummary {
+			return &FieldError{"agent.context.mask_summary", fmt.Sprintf("agent %q: mask_summary needs policy \"summarize\" (only it makes a summary call)", a.Name)}
+		}
 		if c.MaxTokens != 0 || c.KeepTurns != 0 || c.SummaryPrompt != "" {
 			key := "agent.context.max_tokens"
 			if c.MaxTokens == 0 {
@@ -342,6 +348,9 @@ func (a *Agent) validateContext() error {
 	}
 	if c.SummaryPrompt != "" && c.Policy != ContextSummarize {
 		return &FieldError{"agent.context.summary_prompt", fmt.Sprintf("agent %q: summary_prompt needs policy \"summarize\"", a.Name)}
+	}
+	if c.MaskSummary && c.Policy != ContextSummarize {
+		return &FieldError{"agent.context.mask_summary", fmt.Sprintf("agent %q: mask_summary needs policy \"summarize\" (only it makes a summary call)", a.Name)}
 	}
 	// A setting left out is named by the policy's line; one given out of range by its own.
 	switch {

@@ -101,6 +101,11 @@ func withContext(body string) string {
 	return strings.Replace(good, "[[agent.tools]]", "[agent.context]\n"+body+"\n\n[[agent.tools]]", 1)
 }
 
+// contextLine is the line of withContext's body line n (1 for the first).
+func contextLine(n int) int {
+	return strings.Count(good[:strings.Index(good, "[[agent.tools]]")], "\n") + 1 + n
+}
+
 // TestParseContext: a keep_last [agent.context] reaches the agent's config.
 func TestParseContext(t *testing.T) {
 	c, err := Parse("runtime.toml", withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 4"))
@@ -109,6 +114,23 @@ func TestParseContext(t *testing.T) {
 	}
 	if got, want := c.Agents[0].Context, (Context{Policy: ContextKeepLast, MaxTokens: 3000, KeepTurns: 4}); got != want {
 		t.Fatalf("context %+v, want %+v", got, want)
+	}
+}
+
+// TestParseContextMaskSummary: mask_summary reaches the agent's config with policy "summarize"; left out, it is
+// false (the summary trains).
+func TestParseContextMaskSummary(t *testing.T) {
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{{"\nmask_summary = true", true}, {"\nmask_summary = false", false}, {"", false}} {
+		c, err := Parse("runtime.toml", withContext(`policy = "summarize"`+"\nmax_tokens = 3000"+tc.body))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.body, err)
+		}
+		if got, want := c.Agents[0].Context, (Context{Policy: ContextSummarize, MaxTokens: 3000, MaskSummary: tc.want}); got != want {
+			t.Fatalf("%q: context %+v, want %+v", tc.body, got, want)
+		}
 	}
 }
 
@@ -175,6 +197,9 @@ func TestParseErrorsNameFileLineKey(t *testing.T) {
 		{"context with mask_offpolicy", strings.Replace(withContext(`policy = "keep_last"`+"\nmax_tokens = 3000\nkeep_turns = 2"), `tool_timeout = "5s"`, "mask_offpolicy = true", 1), 0, "agent.context.policy", "mask_offpolicy is not supported"},
 		{"bad history", strings.Replace(good, `tool_timeout = "5s"`, `history = "as-remembered"`, 1), 10, "agent.history", `"as-remembered" is not a history mode`},
 		{"summary_prompt without summarize", withContext(`policy = "keep_last"` + "\nmax_tokens = 3000\nkeep_turns = 2\nsummary_prompt = \"x\""), 0, "agent.context.summary_prompt", "needs policy"},
+		{"mask_summary without summarize", withContext(`policy = "keep_last"` + "\nmax_tokens = 3000\nkeep_turns = 2\nmask_summary = true"), contextLine(4), "agent.context.mask_summary", `mask_summary needs policy "summarize"`},
+		{"mask_summary without a policy", withContext("mask_summary = true"), contextLine(1), "agent.context.mask_summary", `mask_summary needs policy "summarize"`},
+		{"mask_summary not a bool", withContext(`policy = "summarize"` + "\nmax_tokens = 3000\nmask_summary = 0"), contextLine(3), "agent.context.mask_summary", "wrong type"},
 		{"context typo", withContext("keep_turn = 2"), 0, "agent.context.keep_turn", `did you mean "agent.context.keep_turns"`},
 		{"viewer typo", good + "\n[viewer]\nrecnt = 9\n", strings.Count(good, "\n") + 3, "viewer.recnt", `did you mean "viewer.recent"`},
 	}

@@ -172,7 +172,7 @@ func Settings(ac config.Agent) runtime.Settings {
 		MaxToolResultBytes: ac.MaxToolResultBytes, ParseErrors: ac.ParseErrors, EpisodeTimeout: ac.EpisodeTimeout, MaxResponseTokens: ac.MaxResponseTokens,
 		PartialRollout: ac.PartialRollout, MaskOffPolicy: ac.MaskOffPolicy, History: ac.History,
 		Context: runtime.ContextPolicy{Policy: ac.Context.Policy, MaxTokens: ac.Context.MaxTokens, KeepTurns: ac.Context.KeepTurns,
-			SummaryPrompt: ac.Context.SummaryPrompt}}
+			SummaryPrompt: ac.Context.SummaryPrompt, MaskSummary: ac.Context.MaskSummary}}
 }
 
 // ProvFamily is the provenance key of the model family an agent ran as; ProvAgent the agent's name.

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -500,6 +502,87 @@ func TestCompactionSummarize(t *testing.T) {
 		if m := cm[2]; m.Role != "user" || !strings.HasPrefix(m.Content, runtime.SummaryPrefix) || !strings.Contains(m.Content, "Working on part") {
 			t.Errorf("sample %d's third message is not the summary: %+v", k+1, m)
 		}
+	}
+}
+
+// TestCompactionSummaryMasked: with mask_summary the summary call's response has loss mask 0 (its sample says
+// masked, its logprobs are kept), and the rest of the episode is what it is without: the same scripted episode run
+// both ways gives the same samples, token for token, logprob for logprob, loss mask for loss mask, but for the
+// summaries' response tokens. Both runs are proven against the server's log and survive a JSON round trip.
+func TestCompactionSummaryMasked(t *testing.T) {
+	const turns = 24
+	run := func(mask bool) *tito.Trajectory {
+		sc := longScript(t, "sum", turns)
+		ec := emulator.DefaultConfig()
+		ec.Policy = emulator.PolicyScripted
+		ac := compactingAgent(3000, 2)
+		ac.Context.Policy, ac.Context.SummaryPrompt, ac.Context.MaskSummary = config.ContextSummarize, "Summarize the work so far.", mask
+		h := newHarnessWith(t, ec, ac, fastRetry(), nil, emulator.WithScript(sc))
+		tr := h.agent.Run(context.Background(), runtime.Episode{ID: "sk", ItemID: "sk", GroupID: "sk",
+			Messages: []tito.Message{{Role: "user", Content: "[script:sum] Work through all the parts of the task."}}})
+		wantStatus(t, tr, runtime.StatusCompleted, "")
+		h.checkSamples(t, tr)
+		b, err := tr.AppendJSON(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back tito.Trajectory
+		if err := json.Unmarshal(b, &back); err != nil {
+			t.Fatal(err)
+		}
+		if err := back.Validate(); err != nil {
+			t.Fatalf("mask_summary %v: read back: %v", mask, err)
+		}
+		if got, want := strings.Count(string(b), `"masked":true`), map[bool]int{true: int(tr.Metrics["context.compactions"])}[mask]; got != want {
+			t.Errorf("mask_summary %v: %d samples say masked in JSON, want %d", mask, got, want)
+		}
+		return &back
+	}
+	trained, masked := run(false), run(true)
+	if masked.Metrics["context.compactions"] < 1 {
+		t.Fatalf("%v compactions: the episode must summarize at least once", masked.Metrics["context.compactions"])
+	}
+	ta, ma := trained.AllSamples(), masked.AllSamples()
+	if len(ta) != len(ma) {
+		t.Fatalf("%d samples with mask_summary, %d without: the mask must not change the episode", len(ma), len(ta))
+	}
+	summaries := 0
+	for k := range ma {
+		a, b := ta[k], ma[k]
+		if a.Reason != b.Reason || !slices.Equal(a.TokenIDs, b.TokenIDs) || len(a.Segments) != len(b.Segments) || len(a.Logprobs) != len(b.Logprobs) {
+			t.Fatalf("sample %d differs beyond its loss mask (reason %q/%q, %d/%d tokens)", k, a.Reason, b.Reason, len(a.TokenIDs), len(b.TokenIDs))
+		}
+		for i := range a.Logprobs {
+			if x, y := a.Logprobs[i], b.Logprobs[i]; x != y && !(math.IsNaN(x) && math.IsNaN(y)) {
+				t.Fatalf("sample %d token %d: logprob %v with mask_summary, %v without", k, i, y, x)
+			}
+		}
+		if a.Masked {
+			t.Errorf("sample %d is masked without mask_summary", k)
+		}
+		if b.Reason != tito.SampleSummary {
+			if b.Masked || !slices.Equal(a.LossMask, b.LossMask) {
+				t.Errorf("sample %d (%s): masked %v, loss mask differs %v: only summaries change", k, b.Reason, b.Masked, !slices.Equal(a.LossMask, b.LossMask))
+			}
+			continue
+		}
+		summaries++
+		if !b.Masked {
+			t.Errorf("summary sample %d is not marked masked", k)
+		}
+		resp := b.Segments[1]
+		for i := range b.LossMask {
+			inResp := i >= resp.Offset && i < resp.Offset+resp.Length
+			if wantA := map[bool]uint8{true: 1}[inResp]; a.LossMask[i] != wantA || b.LossMask[i] != 0 {
+				t.Fatalf("summary sample %d token %d (response %v): loss mask %d with mask_summary, %d without; want 0 and %d", k, i, inResp, b.LossMask[i], a.LossMask[i], wantA)
+			}
+			if inResp && math.IsNaN(b.Logprobs[i]) {
+				t.Fatalf("summary sample %d token %d: a masked response token lost its logprob", k, i)
+			}
+		}
+	}
+	if summaries != int(masked.Metrics["context.compactions"]) {
+		t.Errorf("%d summary samples, %v compactions", summaries, masked.Metrics["context.compactions"])
 	}
 }
 

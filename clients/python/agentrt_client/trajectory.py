@@ -8,7 +8,7 @@ from typing import Any
 STATUSES = ("completed", "truncated", "aborted", "failed")
 
 # The origin fields of an entry of a multi-sample trajectory's "samples".
-_ORIGIN_KEYS = ("index", "parent", "branch_turn", "branch_offset", "reason", "first_turn", "prompt_messages")
+_ORIGIN_KEYS = ("index", "parent", "branch_turn", "branch_offset", "reason", "first_turn", "prompt_messages", "masked")
 
 
 @dataclass
@@ -97,8 +97,8 @@ class Trajectory:
     @property
     def sample_origin(self) -> dict[str, Any]:
         """Where this sample came from (``index``, ``parent``, ``branch_turn``, ``branch_offset``, ``reason``,
-        ``first_turn``, ``prompt_messages``): set on the items of ``samples`` of a multi-sample episode, ``{}``
-        otherwise."""
+        ``first_turn``, ``prompt_messages``, and ``masked``: true on a summary sample whose response has loss mask 0,
+        an agent's ``mask_summary``): set on the items of ``samples`` of a multi-sample episode, ``{}`` otherwise."""
         return self.data.get("sample") or {}
 
     @property

@@ -274,6 +274,19 @@ def test_samples_of_a_multi_sample_trajectory():
     # the episode's own chain is its last sample
     assert ss[-1].token_ids == t.token_ids and ss[-1].messages == t.messages
     assert ss[0].token_ids != t.token_ids and len(t.tools) == 1
+    assert all("masked" not in s.sample_origin for s in ss)
+
+
+def test_masked_sample_origin():
+    # a summary sample of an agent with mask_summary: "masked" reaches sample_origin, its loss mask as sent
+    data = multi_sample_traj().data
+    data["samples"][1]["masked"] = True
+    data["samples"][1]["loss_mask"] = [0] * len(data["samples"][1]["loss_mask"])
+    t = Trajectory(seq=7, request_id="r", item_id=data["item_id"], sample_index=0, group_id=data["group_id"],
+                   trajectory_id=data["id"], data=data)
+    ss = t.samples
+    assert ss[1].sample_origin["masked"] is True and not any(ss[1].loss_mask)
+    assert "masked" not in ss[0].sample_origin and "masked" not in ss[2].sample_origin
 
 
 def test_one_output_adapters_refuse_multi_sample():
