@@ -421,7 +421,10 @@ function showLive() {
 function connect() {
   const es = new EventSource("api/events");
   es.addEventListener("hello", () => {
-    if (state.connected) refreshSoon(null, false); // reconnected: what arrived meanwhile (or a restarted server)
+    // The stream is subscribed now: reload the list, since what arrived between the first list and the
+    // subscription (a file still being indexed, a trajectory just finished) sent no event to this page; on a
+    // reconnect, what arrived meanwhile (or a restarted server).
+    refreshSoon(null, false);
     state.connected = state.live = true;
     showLive();
   });
