@@ -610,18 +610,7 @@ func (e *episode) summarize(ctx context.Context) (summary, bool) {
 		Resume: e.a.cfg.PartialRollout == PartialResume, Since: e.since, Waited: e.waited})
 	e.counts.ResponseTokens += len(r.OutputIDs)
 	if err != nil {
-		var ae *turn.AbortError
-		var ie *turn.InvariantError
-		switch {
-		case errors.Is(err, turn.ErrContextFull):
-			e.finish(StatusTruncated, ReasonContextWindow, "no room left in the context window for the summary")
-		case errors.As(err, &ae):
-			e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
-		case errors.As(err, &ie):
-			e.finish(StatusFailed, ReasonInvariant, err.Error())
-		default:
-			e.generateFailed(ctx, err)
-		}
+		e.callFailed(ctx, err, "no room left in the context window for the summary")
 		return out, false
 	}
 	e.since, e.waited = r.Done, 0
@@ -784,18 +773,7 @@ func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 	})
 	e.counts.ResponseTokens += len(r.OutputIDs)
 	if err != nil {
-		var ae *turn.AbortError
-		var ie *turn.InvariantError
-		switch {
-		case errors.Is(err, turn.ErrContextFull):
-			e.finish(StatusTruncated, ReasonContextWindow, "")
-		case errors.As(err, &ae):
-			e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
-		case errors.As(err, &ie):
-			e.finish(StatusFailed, ReasonInvariant, err.Error())
-		default:
-			e.generateFailed(ctx, err)
-		}
+		e.callFailed(ctx, err, "")
 		return nil, false
 	}
 	e.since, e.waited = r.Done, 0
@@ -817,6 +795,24 @@ func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 		return nil, false
 	}
 	return r, true
+}
+
+// callFailed ends the episode after a model call returned err: truncated when the context window has no room
+// (fullDetail says for what), aborted by a request's abort, failed on a broken invariant, otherwise as generate
+// failures end.
+func (e *episode) callFailed(ctx context.Context, err error, fullDetail string) {
+	var ae *turn.AbortError
+	var ie *turn.InvariantError
+	switch {
+	case errors.Is(err, turn.ErrContextFull):
+		e.finish(StatusTruncated, ReasonContextWindow, fullDetail)
+	case errors.As(err, &ae):
+		e.finish(StatusAborted, ReasonAbortedByRequest, err.Error())
+	case errors.As(err, &ie):
+		e.finish(StatusFailed, ReasonInvariant, err.Error())
+	default:
+		e.generateFailed(ctx, err)
+	}
 }
 
 // priorCalls counts the tool calls of the conversation so far (Kimi K2's ids count them).
