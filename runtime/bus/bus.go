@@ -60,6 +60,10 @@ type Bus struct {
 	mu           sync.Mutex
 	disconnected time.Time // zero while connected
 	closed       bool
+
+	runMu   sync.Mutex
+	running map[string]map[*context.CancelCauseFunc]struct{} // request key -> the runs of its samples here
+	watchOn sync.Once
 }
 
 // Open starts the embedded server (embedded and cluster modes) and connects to it, or connects to cfg.URL,
@@ -260,6 +264,16 @@ func (b *Bus) setup(ctx context.Context) error {
 			return nil
 		},
 		func(ctx context.Context) (err error) {
+			if b.cfg.Mode == ModeEmbedded {
+				// One process is the only node: claims a previous process held (it was killed) are released now
+				// rather than after ack_wait. The work items stay (work-queue retention keeps what is not acked).
+				if err := b.js.DeleteConsumer(ctx, WorkStream, workConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+					return fmt.Errorf("consumer %s: %w", workConsumer, err)
+				}
+				if err := b.releaseOutboxes(ctx); err != nil {
+					return err
+				}
+			}
 			if b.work, err = b.js.CreateOrUpdateConsumer(ctx, WorkStream, consumer); err != nil {
 				return fmt.Errorf("consumer %s: %w", workConsumer, err)
 			}

@@ -72,6 +72,9 @@ func (b *Bus) Serve(ctx context.Context, n Node) error {
 	if n.Slots < 1 || n.Run == nil {
 		return fmt.Errorf("bus: serve: need Slots >= 1 and Run (got %d slots)", n.Slots)
 	}
+	if err := b.watchCancels(ctx); err != nil {
+		return err
+	}
 	sem := make(chan struct{}, n.Slots)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -146,8 +149,12 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		return
 	}
 	// What happens after the run must not be cut short by a stop: the result is stored and acked, or not at all.
+	// Once the node stops, a call still waiting (on a peer that died, a leader being elected) gets stopGrace more:
+	// the sample is then redelivered, as if this node had died.
 	bg, cancelBg := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancelBg()
+	stopBg := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cancelBg) })
+	defer stopBg()
 	// A node that stored the result and died before its ack: the sample is done.
 	if _, err := b.results.GetLastMsgForSubject(bg, resultSubject(s.Consumer, s.Request, s.TrajectoryID)); err == nil {
 		n.observe(EventDuplicate, s, delivery, nil)
@@ -158,7 +165,12 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		_ = m.DoubleAck(bg)
 		return
 	}
-	if !b.requestOpen(bg, n, m, s, delivery) {
+	req, open := b.requestOpen(bg, n, m, s, delivery)
+	if !open {
+		return
+	}
+	if req.Cancelled {
+		b.fail(bg, n, m, s, delivery, ReasonCancelled, "the request was cancelled before this sample ran")
 		return
 	}
 	if delivery > b.cfg.MaxDeliver {
@@ -173,10 +185,17 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		defer close(hb)
 		b.heartbeat(rctx, n, m, s, delivery, cancel)
 	}()
+	unregister := b.addRun(requestKey(s.Consumer, s.Request), cancel)
+	// A cancel stored between the claim and the registration: the watch did not see this run.
+	if r, found, err := b.Request(bg, s.Consumer, s.Request); err == nil && found && r.Cancelled {
+		cancel(errCancelled)
+	}
 	n.observe(EventClaimed, s, delivery, nil)
 	traj, runErr := n.Run(rctx, s, delivery)
 	fenced := errors.Is(context.Cause(rctx), errFenced)
+	cancelled := errors.Is(context.Cause(rctx), errCancelled)
 	cancel(nil)
+	unregister()
 	<-hb
 	switch {
 	case fenced:
@@ -187,12 +206,15 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		_ = m.Nak()
 		n.observe(EventReleased, s, delivery, ctx.Err())
 		return
+	case runErr != nil && cancelled:
+		b.fail(bg, n, m, s, delivery, ReasonCancelled, "the request was cancelled while this sample ran: "+runErr.Error())
+		return
 	case runErr != nil:
 		b.fail(bg, n, m, s, delivery, ReasonRunner, runErr.Error())
 		return
 	}
 	// A request forgotten while this sample ran (its node stalled past the whole request) takes no result.
-	if !b.requestOpen(bg, n, m, s, delivery) {
+	if _, open := b.requestOpen(bg, n, m, s, delivery); !open {
 		return
 	}
 	dup, err := b.publishResult(bg, Result{Sample: s, Status: StatusFinished, Node: b.ServerName(), Delivery: delivery, Trajectory: traj})
@@ -211,21 +233,24 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 	}
 }
 
-// requestOpen reports whether the sample's request is still kept; when it is not (Forget removed it), the work
-// item is acked and dropped. On an error reading it, the sample is left to be claimed again.
-func (b *Bus) requestOpen(ctx context.Context, n Node, m jetstream.Msg, s Sample, delivery int) bool {
-	_, found, err := b.Request(ctx, s.Consumer, s.Request)
+// requestOpen reports whether the sample's request is still kept, and its record; when it is not (Forget
+// removed it), the work item is acked and dropped. On an error reading it, the sample is left to be claimed again.
+func (b *Bus) requestOpen(ctx context.Context, n Node, m jetstream.Msg, s Sample, delivery int) (Request, bool) {
+	r, found, err := b.Request(ctx, s.Consumer, s.Request)
 	switch {
 	case err != nil:
 		n.observe(EventError, s, delivery, err)
-		return false
+		return r, false
 	case !found:
 		n.observe(EventDropped, s, delivery, nil)
 		_ = m.DoubleAck(ctx)
-		return false
+		return r, false
 	}
-	return true
+	return r, true
 }
+
+// stopGrace is how long the store-and-ack calls of a finished run may still take once the node stops.
+const stopGrace = 3 * time.Second
 
 // fail stores a failed result for a sample that will not run, and acks its work item.
 func (b *Bus) fail(ctx context.Context, n Node, m jetstream.Msg, s Sample, delivery int, reason, msg string) {

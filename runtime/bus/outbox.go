@@ -24,8 +24,22 @@ type Outbox struct {
 type Delivered struct {
 	Result
 	Done bool
-	m    jetstream.Msg
+	// Seq is the message's sequence number in the result stream: increasing, the same on every node and
+	// every delivery.
+	Seq uint64
+	m   jetstream.Msg
 }
+
+// Nak offers the message again at once (to the next Next of any connection of this outbox).
+func (d Delivered) Nak() error {
+	if err := d.m.Nak(); err != nil {
+		return fmt.Errorf("bus: nak: %w", err)
+	}
+	return nil
+}
+
+// outboxPrefix starts the name of every outbox's durable consumer.
+const outboxPrefix = "out_"
 
 // Ack removes the message from the outbox; it is not offered again.
 func (d Delivered) Ack(ctx context.Context) error {
@@ -41,7 +55,7 @@ func (b *Bus) Outbox(ctx context.Context, consumer string) (*Outbox, error) {
 		return nil, errors.New("bus: outbox: consumer is required")
 	}
 	cfg := jetstream.ConsumerConfig{
-		Durable:       "out_" + token(consumer),
+		Durable:       outboxPrefix + token(consumer),
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       b.cfg.AckWait,
 		FilterSubject: resultPrefix + token(consumer) + ".>",
@@ -49,6 +63,10 @@ func (b *Bus) Outbox(ctx context.Context, consumer string) (*Outbox, error) {
 	}
 	var c jetstream.Consumer
 	err := retry(ctx, b.log, func(ctx context.Context) (err error) {
+		// An existing outbox is kept as it is (releaseOutboxes may have made it again from its ack floor).
+		if c, err = b.js.Consumer(ctx, ResultStream, cfg.Durable); err == nil || !errors.Is(err, jetstream.ErrConsumerNotFound) {
+			return err
+		}
 		c, err = b.js.CreateOrUpdateConsumer(ctx, ResultStream, cfg)
 		return err
 	})
@@ -85,6 +103,10 @@ func (o *Outbox) Next(ctx context.Context) (Delivered, error) {
 }
 
 func (o *Outbox) decode(m jetstream.Msg) (Delivered, error) {
+	var seq uint64
+	if md, err := m.Metadata(); err == nil {
+		seq = md.Sequence.Stream
+	}
 	// agentrt.result.<consumer>.<request>.t.<trajectory> or agentrt.result.<consumer>.<request>.done
 	parts := strings.Split(strings.TrimPrefix(m.Subject(), resultPrefix), ".")
 	if len(parts) < 3 {
@@ -97,9 +119,9 @@ func (o *Outbox) decode(m jetstream.Msg) (Delivered, error) {
 		return Delivered{}, fmt.Errorf("bus: outbox: subject %q: %w", m.Subject(), err)
 	}
 	if parts[2] == "done" {
-		return Delivered{Result: Result{Sample: Sample{Consumer: o.consumer, Request: request}}, Done: true, m: m}, nil
+		return Delivered{Result: Result{Sample: Sample{Consumer: o.consumer, Request: request}}, Done: true, Seq: seq, m: m}, nil
 	}
-	return Delivered{Result: decodeResult(o.consumer, request, m.Headers(), m.Data()), m: m}, nil
+	return Delivered{Result: decodeResult(o.consumer, request, m.Headers(), m.Data()), Seq: seq, m: m}, nil
 }
 
 // Forget removes an ended request: its results, its done marker, its count and its record. Call it once the trainer has

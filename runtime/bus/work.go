@@ -45,6 +45,8 @@ type Request struct {
 	Body     json.RawMessage `json:"body,omitempty"`
 	// FannedOut is set once every sample's work item is stored.
 	FannedOut bool `json:"fanned_out,omitempty"`
+	// Cancelled is set by Cancel.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // Submitted says what Submit did.
@@ -197,7 +199,18 @@ type Result struct {
 // publishResult stores a sample's result unless one is stored already (dup is then true, nothing changes):
 // at most one result per trajectory id, however many nodes finish the sample.
 func (b *Bus) publishResult(ctx context.Context, r Result) (dup bool, _ error) {
-	var err error
+	// The subject holds at most one message: a second publish is refused by the stream (10077), whether another
+	// node stored the result or this one did and its acknowledgement was lost (a retry after a leader change).
+	_, err := b.js.PublishMsg(ctx, resultMsg(r), jetstream.WithExpectStream(ResultStream))
+	if err != nil && !isSubjectFull(err) {
+		return false, fmt.Errorf("bus: store the result of %q: %w", r.TrajectoryID, err)
+	}
+	// Also on a duplicate: the node that stored the last result may have died before it closed the request.
+	return err != nil, b.closeIfDone(ctx, r.Sample)
+}
+
+// resultMsg is the message of a result: the trajectory, and what the outbox needs in headers.
+func resultMsg(r Result) *nats.Msg {
 	m := nats.NewMsg(resultSubject(r.Consumer, r.Request, r.TrajectoryID))
 	m.Data = r.Trajectory
 	m.Header.Set(hdrTrajectory, r.TrajectoryID)
@@ -211,14 +224,7 @@ func (b *Bus) publishResult(ctx context.Context, r Result) (dup bool, _ error) {
 		m.Header.Set(hdrReason, r.Reason)
 		m.Header.Set(hdrError, r.Error)
 	}
-	// The subject holds at most one message: a second publish is refused by the stream (10077), whether another
-	// node stored the result or this one did and its acknowledgement was lost (a retry after a leader change).
-	_, err = b.js.PublishMsg(ctx, m, jetstream.WithExpectStream(ResultStream))
-	if err != nil && !isSubjectFull(err) {
-		return false, fmt.Errorf("bus: store the result of %q: %w", r.TrajectoryID, err)
-	}
-	// Also on a duplicate: the node that stored the last result may have died before it closed the request.
-	return err != nil, b.closeIfDone(ctx, r.Sample)
+	return m
 }
 
 // errCodeSubjectFull is JetStream's "maximum messages per subject exceeded" (DiscardNewPerSubject).
