@@ -25,6 +25,7 @@ type conn struct {
 	ctrl      chan []byte // answers, errors and events, in order; bounded (Config.SendQueue)
 	credits   atomic.Int64
 	creditSig chan struct{}
+	pumpSig   chan struct{} // credits came (for the pump of a Store's outbox)
 
 	kickOnce  sync.Once
 	kicked    chan struct{}
@@ -32,6 +33,10 @@ type conn struct {
 	kickText  string
 	dead      chan struct{} // closed when the writer has exited
 	controlWG sync.WaitGroup
+
+	// On a Store: the consumer's outbox and what this connection sent from it and has not seen acked.
+	outbox Outbox
+	sentOB delivered
 }
 
 type frameKind int
@@ -49,6 +54,7 @@ func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
 		remote:    remote,
 		ctrl:      make(chan []byte, s.cfg.SendQueue),
 		creditSig: make(chan struct{}, 1),
+		pumpSig:   make(chan struct{}, 1),
 		kicked:    make(chan struct{}),
 		dead:      make(chan struct{}),
 	}
@@ -134,9 +140,13 @@ func (c *conn) serve(headerAuth bool) {
 	}
 	c.credits.Store(min(credits, int64(s.cfg.MaxCredits)))
 	resume := h.Resume == nil || *h.Resume
-	// Watch before attaching, so nothing spooled between now and the first read is missed.
-	notify, unwatch := s.spool.watch(c.consumer)
-	defer unwatch()
+	var notify <-chan struct{}
+	if s.spool != nil {
+		// Watch before attaching, so nothing spooled between now and the first read is missed.
+		var unwatch func()
+		notify, unwatch = s.spool.watch(c.consumer)
+		defer unwatch()
+	}
 	active, dropped, err := s.attach(c, resume)
 	if err != nil {
 		c.fatal(CodeShuttingDown, err.Error(), websocket.CloseGoingAway)
@@ -144,15 +154,36 @@ func (c *conn) serve(headerAuth bool) {
 	}
 	defer s.detach(c)
 	log := s.log.With("consumer", c.consumer, "remote", c.remote)
-	// Read after the active list: a request that ends in between is in one list or the other.
-	done, err := s.spool.doneRequests(c.consumer)
-	if err != nil {
-		c.fatal(CodeShuttingDown, err.Error(), websocket.CloseInternalServerErr)
-		return
+	var w Welcome
+	if s.store != nil {
+		if w, err = c.openStore(); err != nil {
+			c.fatal(CodeSpool, err.Error(), websocket.CloseInternalServerErr)
+			return
+		}
+		stop, err := s.store.Events(c.consumer, c.forwardEvent)
+		if err != nil {
+			c.fatal(CodeSpool, err.Error(), websocket.CloseInternalServerErr)
+			return
+		}
+		defer stop()
+		// What this connection sent and did not see acked is offered again at once (to the next connection).
+		defer func() {
+			for _, m := range c.sentOB.all() {
+				c.outbox.Release(m)
+			}
+		}()
+		w.ActiveRequests = active
+	} else {
+		// Read after the active list: a request that ends in between is in one list or the other.
+		done, err := s.spool.doneRequests(c.consumer)
+		if err != nil {
+			c.fatal(CodeShuttingDown, err.Error(), websocket.CloseInternalServerErr)
+			return
+		}
+		w = Welcome{Unacked: s.spool.unacked(c.consumer), ActiveRequests: active, DoneRequests: done, SpoolID: s.spool.id}
 	}
-	w := Welcome{Type: TypeWelcome, Protocol: ProtocolVersion, Consumer: c.consumer, Session: newSessionID(),
-		Unacked: s.spool.unacked(c.consumer), Dropped: dropped, ActiveRequests: active, DoneRequests: done,
-		SpoolID: s.spool.id, MaxMessageBytes: s.cfg.MaxMessageBytes}
+	w.Type, w.Protocol, w.Consumer, w.Session = TypeWelcome, ProtocolVersion, c.consumer, newSessionID()
+	w.Dropped, w.MaxMessageBytes = dropped, s.cfg.MaxMessageBytes
 	b, _ := json.Marshal(w)
 	c.ws.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
 	if err := c.ws.WriteMessage(websocket.TextMessage, b); err != nil {
@@ -314,7 +345,13 @@ func (c *conn) handle(data []byte) {
 			c.sendError(CodeInvalid, "ack names no seqs and no trajectory_ids", ref)
 			return
 		}
-		n, err := s.spool.ack(c.consumer, m.Seqs, m.TrajectoryIDs)
+		var n int
+		var err error
+		if s.store != nil {
+			n, err = c.ackStored(m.Seqs, m.TrajectoryIDs)
+		} else {
+			n, err = s.spool.ack(c.consumer, m.Seqs, m.TrajectoryIDs)
+		}
 		if err != nil {
 			c.sendError(CodeShuttingDown, err.Error(), ref)
 			return
@@ -335,9 +372,11 @@ func (c *conn) handle(data []byte) {
 				break
 			}
 		}
-		select {
-		case c.creditSig <- struct{}{}:
-		default:
+		for _, sig := range []chan struct{}{c.creditSig, c.pumpSig} {
+			select {
+			case sig <- struct{}{}:
+			default:
+			}
 		}
 	case TypeCancel:
 		var m Cancel
@@ -428,8 +467,15 @@ func (c *conn) writeLoop(notify <-chan struct{}) {
 		return true
 	}
 	var cursor uint64
+	var stored <-chan StoredMessage
+	if c.outbox != nil {
+		stored = c.pump()
+	}
 	// sendSpooled sends the next spooled messages within the credits; it reports whether it sent any.
 	sendSpooled := func() (sent, ok bool) {
+		if c.outbox != nil {
+			return false, true // the pump hands them over
+		}
 		credits := c.credits.Load()
 		if credits <= 0 {
 			return false, true
@@ -515,6 +561,18 @@ func (c *conn) writeLoop(notify <-chan struct{}) {
 			return
 		case <-notify:
 			more = true
+		case m := <-stored:
+			b, err := m.frame()
+			if err != nil {
+				s.log.Error("stream: stored message", "consumer", c.consumer, "err", err)
+				c.outbox.Release(m)
+				continue
+			}
+			c.sentOB.add(m)
+			if !write(b) {
+				return
+			}
+			s.sent.Add(1)
 		case <-c.creditSig:
 		case <-ping.C:
 			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(s.cfg.WriteTimeout)); err != nil {

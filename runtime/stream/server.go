@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -137,7 +138,8 @@ type Server struct {
 	cfg      Config
 	runner   Runner
 	log      *slog.Logger
-	spool    *spool
+	spool    *spool // nil on a Store
+	store    Store  // nil with a spool
 	upgrader websocket.Upgrader
 
 	mu        sync.Mutex
@@ -190,11 +192,47 @@ func New(cfg Config, runner Runner, opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	s := newServer(cfg, runner, o)
+	s.spool = sp
+	if n, b, _ := sp.stats(); n > 0 {
+		s.log.Info("stream: spool replay pending", "records", n, "bytes", b, "dir", cfg.SpoolDir)
+	}
+	if err := s.resumeJournaled(); err != nil {
+		sp.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewOnStore returns a server whose accepted requests and finished trajectories live in st (cfg.SpoolDir and
+// the spool_* settings are not used): submits are stored, cancels go to the store, and each consumer's messages
+// come from its Outbox. runner validates submits and takes the pause, resume and update_weights calls; its Run
+// is never called (the store's workers run the samples). What Config.Validate refuses is refused here too,
+// spool_dir apart.
+func NewOnStore(cfg Config, st Store, runner Runner, opts ...Option) (*Server, error) {
+	if cfg.SpoolDir == "" {
+		cfg.SpoolDir = "-"
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if st == nil || runner == nil {
+		return nil, errors.New("stream: store or runner is nil")
+	}
+	o := options{logger: slog.New(slog.DiscardHandler)}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := newServer(cfg, runner, o)
+	s.store = st
+	return s, nil
+}
+
+func newServer(cfg Config, runner Runner, o options) *Server {
 	s := &Server{
 		cfg:    cfg,
 		runner: runner,
 		log:    o.logger,
-		spool:  sp,
 		upgrader: websocket.Upgrader{
 			ReadBufferSize: 64 << 10,
 			// Large enough that a 4k-token trajectory (~120 KB of JSON) goes out in one frame and one write.
@@ -208,14 +246,7 @@ func New(cfg Config, runner Runner, opts ...Option) (*Server, error) {
 	}
 	var once sync.Once
 	s.hardStop = func() { once.Do(func() { close(s.hardDone) }) }
-	if n, b, _ := sp.stats(); n > 0 {
-		s.log.Info("stream: spool replay pending", "records", n, "bytes", b, "dir", cfg.SpoolDir)
-	}
-	if err := s.resumeJournaled(); err != nil {
-		sp.close()
-		return nil, err
-	}
-	return s, nil
+	return s
 }
 
 // resumeJournaled registers and starts every request left in the journal.
@@ -244,7 +275,12 @@ func (s *Server) resumeJournaled() error {
 
 // Stats returns a snapshot of the counters.
 func (s *Server) Stats() Stats {
-	n, b, commits := s.spool.stats()
+	var n int
+	var b int64
+	var commits uint64
+	if s.spool != nil {
+		n, b, commits = s.spool.stats()
+	}
 	s.mu.Lock()
 	st := Stats{Connections: len(s.conns), ActiveRequests: len(s.requests)}
 	s.mu.Unlock()
@@ -311,7 +347,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 		<-handlersDone
 	}
-	err := s.spool.close()
+	var err error
+	if s.spool != nil {
+		err = s.spool.close()
+	}
 	if cause := context.Cause(ctx); cause != nil && err == nil {
 		s.log.Info("stream: shutdown grace period ended; running requests were cancelled", "cause", cause)
 	}
@@ -400,6 +439,28 @@ func (s *Server) attach(c *conn, resume bool) (active []string, dropped int, err
 	old := s.consumers[c.consumer]
 	s.consumers[c.consumer] = c
 	s.conns[c] = struct{}{}
+	if s.store != nil {
+		s.mu.Unlock()
+		s.supersede(old)
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+		defer cancel()
+		if !resume {
+			if dropped, err = s.store.Drop(ctx, c.consumer); err != nil {
+				return nil, 0, err
+			}
+			if dropped > 0 {
+				s.log.Warn("stream: consumer started a fresh session; its unacked messages were deleted",
+					"consumer", c.consumer, "dropped", dropped)
+			}
+		}
+		if active, _, err = s.store.Requests(ctx, c.consumer); err != nil {
+			return nil, 0, err
+		}
+		if active == nil {
+			active = []string{}
+		}
+		return active, dropped, nil
+	}
 	var cancel []*request
 	for _, r := range s.requests {
 		if r.Consumer == c.consumer {
@@ -411,12 +472,7 @@ func (s *Server) attach(c *conn, resume bool) (active []string, dropped int, err
 		}
 	}
 	s.mu.Unlock()
-	if old != nil {
-		b, _ := json.Marshal(ErrorFrame{Type: TypeError, Code: CodeSuperseded,
-			Message: "another connection said hello with this consumer_id; it receives this consumer's trajectories now"})
-		old.tryQueue(b)
-		old.kick(websocket.ClosePolicyViolation, CodeSuperseded)
-	}
+	s.supersede(old)
 	for _, r := range cancel {
 		r.cancelled.Store(true)
 		r.cancel()
@@ -435,6 +491,17 @@ func (s *Server) attach(c *conn, resume bool) (active []string, dropped int, err
 		active = []string{}
 	}
 	return active, dropped, nil
+}
+
+// supersede tells old, the previous connection of a consumer, that another one took its place, and closes it.
+func (s *Server) supersede(old *conn) {
+	if old == nil {
+		return
+	}
+	b, _ := json.Marshal(ErrorFrame{Type: TypeError, Code: CodeSuperseded,
+		Message: "another connection said hello with this consumer_id; it receives this consumer's trajectories now"})
+	old.tryQueue(b)
+	old.kick(websocket.ClosePolicyViolation, CodeSuperseded)
 }
 
 func (s *Server) detach(c *conn) {
@@ -459,6 +526,9 @@ func (s *Server) submit(consumer string, m *Submit) (any, func()) {
 	req := RolloutRequest{ID: m.RequestID, Consumer: consumer, Agent: m.Agent, Items: m.Items, Sampling: m.Sampling, Events: m.Events}
 	if err := s.runner.Validate(req); err != nil {
 		return reject(CodeInvalid, err.Error())
+	}
+	if s.store != nil {
+		return s.submitToStore(req, reject)
 	}
 	key := reqKey(consumer, m.RequestID)
 	s.mu.Lock()
@@ -501,6 +571,29 @@ func (s *Server) submit(consumer string, m *Submit) (any, func()) {
 	}
 	s.accepted.Add(1)
 	return Accepted{Type: TypeAccepted, RequestID: m.RequestID, Samples: req.Samples()}, func() { go s.run(ctx, key, r) }
+}
+
+// submitToStore stores an accepted request; the store's workers run it.
+func (s *Server) submitToStore(req RolloutRequest, reject func(code, reason string) (any, func())) (any, func()) {
+	if s.isClosing() {
+		return reject(CodeShuttingDown, "the server is shutting down")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+	defer cancel()
+	active, _, err := s.store.Requests(ctx, req.Consumer)
+	if err == nil && len(active) >= s.cfg.MaxActiveRequests && !slices.Contains(active, req.ID) {
+		return reject(CodeOverloaded, fmt.Sprintf("consumer has %d running requests (max_active_requests)", len(active)))
+	}
+	dup := false
+	if err == nil {
+		dup, err = s.store.Submit(ctx, req)
+	}
+	if err != nil {
+		s.log.Error("stream: could not store a request", "consumer", req.Consumer, "request_id", req.ID, "err", err)
+		return reject(CodeSpool, "the server could not store the request: "+err.Error())
+	}
+	s.accepted.Add(1)
+	return Accepted{Type: TypeAccepted, RequestID: req.ID, Samples: req.Samples(), Duplicate: dup}, nil
 }
 
 func validateSubmit(m *Submit, maxSamples int) error {
@@ -621,6 +714,15 @@ func tailOf(v any, prefix string) []byte {
 }
 
 func (s *Server) cancelRequest(consumer, id string) bool {
+	if s.store != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
+		defer cancel()
+		found, err := s.store.Cancel(ctx, consumer, id)
+		if err != nil {
+			s.log.Warn("stream: could not store a cancel", "consumer", consumer, "request_id", id, "err", err)
+		}
+		return found
+	}
 	s.mu.Lock()
 	r := s.requests[reqKey(consumer, id)]
 	s.mu.Unlock()
@@ -697,6 +799,24 @@ func (e *emitter) Finish(ctx context.Context, f Finished) error {
 func (s *Server) Emit(ctx context.Context, consumer, requestID string, f Finished) error {
 	if consumer == "" || requestID == "" || f.TrajectoryID == "" {
 		return errors.New("stream: emit needs a consumer, a request id and a trajectory id")
+	}
+	if s.store != nil {
+		if t := bytes.TrimSpace(f.Trajectory); len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' {
+			return ErrInvalidTrajectory
+		}
+		if f.GroupID == "" {
+			f.GroupID = requestID + "/" + f.ItemID
+		}
+		dup, err := s.store.Emit(ctx, consumer, requestID, f)
+		switch {
+		case err != nil:
+			return fmt.Errorf("stream: store trajectory %s: %w", f.TrajectoryID, err)
+		case dup:
+			s.duplicates.Add(1)
+			return fmt.Errorf("%w: %s (for consumer %s); not stored", ErrDuplicate, f.TrajectoryID, consumer)
+		}
+		s.spooled.Add(1)
+		return nil
 	}
 	dup, err := s.putTrajectory(ctx, consumer, requestID, f, journalRef{})
 	if err == nil && dup {
