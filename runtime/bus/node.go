@@ -38,6 +38,9 @@ type Node struct {
 	Failed func(s Sample, reason, msg string) json.RawMessage
 	// Observe, if set, is told what the node does (metrics, logs, tests). It must not block.
 	Observe func(Event)
+	// Drain, if set: once it is closed the node claims nothing more, and Serve returns when its runs have ended
+	// (ctx still aborts them).
+	Drain <-chan struct{}
 
 	noHeartbeat bool // tests: a node whose claims lapse while it runs (a stalled or partitioned node)
 }
@@ -82,6 +85,8 @@ func (b *Bus) Serve(ctx context.Context, n Node) error {
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
+			return nil
+		case <-n.Drain:
 			return nil
 		}
 		free := 1

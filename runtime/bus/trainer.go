@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -210,4 +211,57 @@ func (b *Bus) cancelRuns(key string) {
 	for c := range b.running[key] {
 		(*c)(errCancelled)
 	}
+}
+
+// eventPrefix starts the subject of a consumer's per-turn events (core NATS: not stored, best effort).
+const eventPrefix = "agentrt.event."
+
+// PublishEvent sends a per-turn event (opaque JSON) to whichever node serves consumer now; nothing is stored,
+// and an event nobody listens to is lost.
+func (b *Bus) PublishEvent(consumer string, data []byte) {
+	_ = b.nc.Publish(eventPrefix+token(consumer), data)
+}
+
+// SubscribeEvents calls f with every event published for consumer until stop is called.
+func (b *Bus) SubscribeEvents(consumer string, f func(data []byte)) (stop func(), err error) {
+	sub, err := b.nc.Subscribe(eventPrefix+token(consumer), func(m *nats.Msg) { f(m.Data) })
+	if err != nil {
+		return nil, fmt.Errorf("bus: events of %q: %w", consumer, err)
+	}
+	return func() { _ = sub.Unsubscribe() }, nil
+}
+
+// Unacked is the number of the outbox's messages not acked yet (waiting or offered).
+func (o *Outbox) Unacked(ctx context.Context) (int, error) {
+	ci, err := o.c.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bus: outbox of %q: %w", o.consumer, err)
+	}
+	return int(ci.NumPending) + ci.NumAckPending, nil
+}
+
+// DropOutbox deletes what consumer's outbox holds (a trainer that starts afresh): the outbox is made again so
+// that it offers only results stored from now on. It returns how many messages it held.
+func (b *Bus) DropOutbox(ctx context.Context, consumer string) (int, error) {
+	o, err := b.Outbox(ctx, consumer)
+	if err != nil {
+		return 0, err
+	}
+	n, err := o.Unacked(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ci, err := o.c.Info(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("bus: outbox of %q: %w", consumer, err)
+	}
+	if err := b.js.DeleteConsumer(ctx, ResultStream, ci.Name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return 0, fmt.Errorf("bus: outbox of %q: %w", consumer, err)
+	}
+	cfg := ci.Config
+	cfg.DeliverPolicy = jetstream.DeliverNewPolicy
+	if _, err := b.js.CreateConsumer(ctx, ResultStream, cfg); err != nil {
+		return 0, fmt.Errorf("bus: outbox of %q: %w", consumer, err)
+	}
+	return n, nil
 }

@@ -5,18 +5,21 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/bus"
 	"github.com/agentrt/agentrt/runtime/stream"
+	"github.com/agentrt/agentrt/tito"
 )
 
 // The bus binding: how a rollout request becomes the bus's work items, and how a node runs one (docs/scale-out.md).
-// `agentrt serve` does not use it yet; it runs requests through Service.Run and the stream's spool.
 
 // sampleBody is what a work item carries: enough for any node to run the sample.
 type sampleBody struct {
 	Agent    string          `json:"agent,omitempty"`
 	Item     stream.Item     `json:"item"`
 	Sampling json.RawMessage `json:"sampling,omitempty"`
+	// Events: the consumer subscribed to per-turn events; the node running the sample sends them (EventSink).
+	Events bool `json:"events,omitempty"`
 }
 
 // requestBody is what the bus keeps of an accepted request: the journal entry a restart or another node needs.
@@ -24,20 +27,21 @@ type requestBody struct {
 	Agent    string          `json:"agent,omitempty"`
 	Items    []stream.Item   `json:"items"`
 	Sampling json.RawMessage `json:"sampling,omitempty"`
+	Events   bool            `json:"events,omitempty"`
 }
 
 // BusSamples makes the bus record of a request and one work item per sample, with the ids Service.Run gives
 // them: group request/item, trajectory request/item/index.
 func BusSamples(req stream.RolloutRequest) (bus.Request, []bus.Sample, error) {
 	n := req.Samples()
-	body, err := json.Marshal(requestBody{Agent: req.Agent, Items: req.Items, Sampling: req.Sampling})
+	body, err := json.Marshal(requestBody{Agent: req.Agent, Items: req.Items, Sampling: req.Sampling, Events: req.Events})
 	if err != nil {
 		return bus.Request{}, nil, fmt.Errorf("rollout: request %s: %w", req.ID, err)
 	}
 	r := bus.Request{Consumer: req.Consumer, ID: req.ID, Samples: n, Body: body}
 	var out []bus.Sample
 	for _, it := range req.Items {
-		sb, err := json.Marshal(sampleBody{Agent: req.Agent, Item: it, Sampling: req.Sampling})
+		sb, err := json.Marshal(sampleBody{Agent: req.Agent, Item: it, Sampling: req.Sampling, Events: req.Events})
 		if err != nil {
 			return bus.Request{}, nil, fmt.Errorf("rollout: request %s: item %q: %w", req.ID, it.ID, err)
 		}
@@ -70,6 +74,9 @@ func (s *Service) RunSample(ctx context.Context, smp bus.Sample, delivery int) (
 	}
 	ep := eps[smp.Index]
 	ep.ID = smp.TrajectoryID
+	if body.Events && s.eventSink != nil {
+		ep.Events = turnEvents(sinkEmitter{sink: s.eventSink, consumer: smp.Consumer, request: smp.Request}, ep)
+	}
 	w := s.slots.enqueue(smp.Consumer)
 	if s.obs != nil {
 		s.obs.EpisodeQueued(1)
@@ -95,4 +102,36 @@ func (s *Service) RunSample(ctx context.Context, smp bus.Sample, delivery int) (
 		return nil, fmt.Errorf("rollout: episode %s: %w", ep.ID, err)
 	}
 	return b, nil
+}
+
+// SetEventSink makes RunSample send the per-turn events of samples whose consumer subscribed to them to sink
+// (the bus, which hands them to the node serving the consumer). Call it before the first RunSample.
+func (s *Service) SetEventSink(sink func(consumer string, ev stream.EventFrame)) { s.eventSink = sink }
+
+// sinkEmitter is the stream.Emitter of a sample run over the bus: only its per-turn events go anywhere.
+type sinkEmitter struct {
+	sink              func(consumer string, ev stream.EventFrame)
+	consumer, request string
+}
+
+func (e sinkEmitter) Finish(context.Context, stream.Finished) error {
+	return fmt.Errorf("rollout: a sample run over the bus returns its trajectory; it does not finish it")
+}
+
+func (e sinkEmitter) Turn(ev stream.TurnEvent) {
+	e.sink(e.consumer, stream.EventFrame{Type: stream.TypeEvent, RequestID: e.request, ItemID: ev.ItemID,
+		SampleIndex: ev.SampleIndex, Turn: ev.Turn, Event: ev.Data})
+}
+
+// FailedSample implements bus.Node.Failed: the trajectory of a sample that will not run (its claims ran out, its
+// runner failed, its request was cancelled before it ran) is a failed trajectory with the bus's reason, so the
+// trainer gets one trajectory per sample and every group closes.
+func FailedSample(smp bus.Sample, reason, msg string) json.RawMessage {
+	t := tito.Trajectory{ID: smp.TrajectoryID, ItemID: smp.ItemID, GroupID: smp.GroupID, SampleIndex: smp.Index,
+		Status: runtime.StatusFailed, StatusReason: reason, Error: msg}
+	b, err := t.AppendJSON(nil)
+	if err != nil {
+		return nil
+	}
+	return b
 }

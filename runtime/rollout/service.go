@@ -45,7 +45,9 @@ type Service struct {
 	ctl      Controller
 	obs      Observer
 	watch    *weightWatch // nil: no stale weight_version warning
-	inFlight atomic.Int64
+	// eventSink receives the per-turn events of samples run over the bus (SetEventSink); nil: none are sent.
+	eventSink func(consumer string, ev stream.EventFrame)
+	inFlight  atomic.Int64
 }
 
 var _ stream.Runner = (*Service)(nil)

@@ -32,6 +32,7 @@ type Server struct {
 	sys  *System
 	svc  *rollout.Service
 	strm *stream.Server
+	bus  *bus.Bus
 	fd   *frontdoor.Server
 	ring *viewer.Ring
 	view *viewer.Handler
@@ -61,9 +62,6 @@ func NewServer(ctx context.Context, cfg *config.Config, name string, log *slog.L
 	if cfg.Server.Token == "" && !stream.IsLoopback(cfg.Server.Addr) {
 		return nil, fmt.Errorf("server.addr %s listens beyond loopback: set server.token (trainers must present it)", cfg.Server.Addr)
 	}
-	if cfg.Bus.Mode != bus.ModeEmbedded {
-		return nil, fmt.Errorf("bus.mode = %q: agentrt serve does not run on the bus yet; it is one process that keeps requests and trajectories in its spool (server.spool_dir; docs/scale-out.md)", cfg.Bus.Mode)
-	}
 	s := &Server{cfg: cfg, log: log}
 	defer func() {
 		if err != nil {
@@ -92,7 +90,17 @@ func NewServer(ctx context.Context, cfg *config.Config, name string, log *slog.L
 	if err := os.MkdirAll(scfg.SpoolDir, 0o755); err != nil {
 		return nil, fmt.Errorf("server.spool_dir: %w", err)
 	}
-	if s.strm, err = stream.New(scfg, s.svc, stream.WithLogger(log)); err != nil {
+	// Accepted requests and finished trajectories live on the bus (embedded: in this process, under
+	// bus.dir); its nodes run the samples (docs/scale-out.md).
+	if s.bus, err = bus.Open(ctx, cfg.Bus, log.With("component", "bus")); err != nil {
+		return nil, err
+	}
+	st, err := newBusStore(ctx, s.bus)
+	if err != nil {
+		return nil, err
+	}
+	s.svc.SetEventSink(st.publishEvent)
+	if s.strm, err = stream.NewOnStore(scfg, st, s.svc, stream.WithLogger(log)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -241,9 +249,26 @@ func (s *Server) Agents() int { return len(s.sys.Agents()) }
 func (s *Server) Serve(ctx context.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- s.hs.Serve(s.ln) }()
+	// This process is a node of the bus: it claims samples for its free slots and runs them.
+	nodeCtx, stopNode := context.WithCancel(context.Background())
+	defer stopNode()
+	drain := make(chan struct{})
+	nodeDone := make(chan error, 1)
+	nlog := s.log.With("component", "node", "node", s.bus.ServerName())
+	go func() {
+		nodeDone <- s.bus.Serve(nodeCtx, bus.Node{Slots: s.cfg.Server.Concurrency, Run: s.svc.RunSample,
+			Failed: rollout.FailedSample, Drain: drain, Observe: func(e bus.Event) {
+				nlog.Debug("bus: "+e.Kind, "trajectory_id", e.Sample.TrajectoryID, "delivery", e.Delivery, "err", e.Err)
+			}})
+	}()
 	select {
 	case err := <-errc:
+		stopNode()
+		<-nodeDone
 		return err
+	case err := <-nodeDone:
+		s.log.Error("agentrt serve: the bus node stopped", "err", err)
+		return fmt.Errorf("bus node: %w", err)
 	case <-ctx.Done():
 	}
 	grace := s.cfg.Server.ShutdownGrace
@@ -251,6 +276,20 @@ func (s *Server) Serve(ctx context.Context) error {
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	var errs []error
+	// Running samples may finish within the grace; the rest go back to the bus (another node, or this one's
+	// next start, runs them again from the start under the same trajectory id).
+	close(drain)
+	select {
+	case err := <-nodeDone:
+		if err != nil {
+			errs = append(errs, fmt.Errorf("bus node: %w", err))
+		}
+	case <-sctx.Done():
+		stopNode()
+		if err := <-nodeDone; err != nil {
+			errs = append(errs, fmt.Errorf("bus node: %w", err))
+		}
+	}
 	if s.fd != nil {
 		// Open sessions end now: their trajectories are spooled before the spool closes.
 		if err := s.fd.Close(sctx); err != nil {
@@ -284,6 +323,9 @@ func (s *Server) Close() {
 	}
 	if s.view != nil {
 		s.view.Close()
+	}
+	if s.bus != nil {
+		s.bus.Close()
 	}
 	if s.ring != nil {
 		s.ring.Close()
