@@ -79,9 +79,7 @@ func (b *Bus) Requests(ctx context.Context, consumer string) (active, done []str
 	for k := range kl.Keys() {
 		keys = append(keys, k)
 	}
-	if err := kl.Stop(); err != nil && !errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil, nil, fmt.Errorf("bus: requests of %q: %w", consumer, err)
-	}
+	_ = kl.Stop() // the lister has stopped once its channel is closed; a second stop only says so
 	for _, k := range keys {
 		_, tok, _ := strings.Cut(k, ".")
 		id, err := untoken(tok)

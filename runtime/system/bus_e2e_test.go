@@ -3,18 +3,14 @@ package system_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/testutil"
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/bus"
-	"github.com/agentrt/agentrt/runtime/config"
 	"github.com/agentrt/agentrt/runtime/rollout"
 	"github.com/agentrt/agentrt/runtime/stream"
-	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -111,16 +107,5 @@ func TestServiceOverBus(t *testing.T) {
 		if d.Status != bus.StatusFailed || d.Reason != bus.ReasonRunner || !strings.Contains(d.Error, `unknown agent "nope"`) {
 			t.Errorf("%s: %s %s %q, want failed runner_error naming the agent", id, d.Status, d.Reason, d.Error)
 		}
-	}
-}
-
-// TestServeRefusesABusItDoesNotUse: until serve runs on the bus, a config that asks for a cluster or an external
-// server is refused rather than silently run as one process.
-func TestServeRefusesABusItDoesNotUse(t *testing.T) {
-	cfg := config.DefaultConfig()
-	cfg.Bus.Mode = bus.ModeCluster
-	_, err := system.NewServer(context.Background(), &cfg, "test", slog.New(slog.DiscardHandler), io.Discard)
-	if err == nil || !strings.Contains(err.Error(), `bus.mode = "cluster": agentrt serve does not run on the bus yet`) {
-		t.Fatalf("NewServer with bus.mode = cluster: %v", err)
 	}
 }
