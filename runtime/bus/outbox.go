@@ -142,3 +142,15 @@ func (b *Bus) Forget(ctx context.Context, consumer, request string) error {
 	}
 	return nil
 }
+
+// InProgress tells the bus the message is still offered (its connection is alive and the trainer has not acked
+// it yet): it is not offered again for another ack_wait.
+func (d Delivered) InProgress() error {
+	if err := d.m.InProgress(); err != nil {
+		return fmt.Errorf("bus: in progress: %w", err)
+	}
+	return nil
+}
+
+// AckWait is how long a message offered and neither acked nor touched (InProgress) stays with its connection.
+func (b *Bus) AckWait() time.Duration { return b.cfg.AckWait }

@@ -27,6 +27,32 @@ var errCancelled = errors.New("bus: the request was cancelled")
 // closes with one result per sample. found is false for a request the bus does not keep (never submitted, or
 // forgotten) or whose done marker is stored (it has ended).
 func (b *Bus) Cancel(ctx context.Context, consumer, id string) (found bool, err error) {
+	return b.updateRequest(ctx, consumer, id, true, func(r *Request) bool {
+		if r.Cancelled {
+			return false
+		}
+		r.Cancelled = true
+		return true
+	})
+}
+
+// MarkDoneAcked records that the trainer acked the request's request_done. The request is forgotten (ForgetAcked)
+// once the trainer has acked everything else too; until then Requests lists it as neither active nor done.
+func (b *Bus) MarkDoneAcked(ctx context.Context, consumer, id string) error {
+	_, err := b.updateRequest(ctx, consumer, id, false, func(r *Request) bool {
+		if r.DoneAcked {
+			return false
+		}
+		r.DoneAcked = true
+		return true
+	})
+	return err
+}
+
+// updateRequest changes a request's record with f (compare-and-set, read again on a conflict); f returns false
+// when there is nothing to change. found is false when the bus does not keep the request, or (running only) when
+// its done marker is stored.
+func (b *Bus) updateRequest(ctx context.Context, consumer, id string, running bool, f func(r *Request) bool) (found bool, err error) {
 	key := requestKey(consumer, id)
 	for {
 		e, err := b.requests.Get(ctx, key)
@@ -34,21 +60,22 @@ func (b *Bus) Cancel(ctx context.Context, consumer, id string) (found bool, err 
 			return false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("bus: cancel %q: %w", id, err)
+			return false, fmt.Errorf("bus: request %q: %w", id, err)
 		}
-		if _, err := b.results.GetLastMsgForSubject(ctx, doneSubject(consumer, id)); err == nil {
-			return false, nil
-		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return false, fmt.Errorf("bus: cancel %q: %w", id, err)
+		if running {
+			if _, err := b.results.GetLastMsgForSubject(ctx, doneSubject(consumer, id)); err == nil {
+				return false, nil
+			} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return false, fmt.Errorf("bus: request %q: %w", id, err)
+			}
 		}
 		var r Request
 		if err := json.Unmarshal(e.Value(), &r); err != nil {
-			return false, fmt.Errorf("bus: cancel %q: stored request: %w", id, err)
+			return false, fmt.Errorf("bus: request %q: stored record: %w", id, err)
 		}
-		if r.Cancelled {
+		if !f(&r) {
 			return true, nil
 		}
-		r.Cancelled = true
 		val, err := json.Marshal(r)
 		if err != nil {
 			return false, err
@@ -59,21 +86,21 @@ func (b *Bus) Cancel(ctx context.Context, consumer, id string) (found bool, err 
 		}
 		var api *jetstream.APIError
 		if !errors.As(err, &api) || (api.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence && api.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequenceConstant) {
-			return false, fmt.Errorf("bus: cancel %q: %w", id, err)
+			return false, fmt.Errorf("bus: request %q: %w", id, err)
 		}
 		// The record changed in between (its fan-out finished): read it again.
 	}
 }
 
-// Requests lists a consumer's requests the bus keeps: active ones (no done marker yet) and done ones (the
-// marker is stored and not acked, or acked but the request not forgotten yet).
-func (b *Bus) Requests(ctx context.Context, consumer string) (active, done []string, err error) {
+// Requests lists a consumer's requests the bus keeps: active ones (no done marker yet), done ones (the marker is
+// stored, the trainer has not acked it) and acked ones (MarkDoneAcked, not forgotten yet).
+func (b *Bus) Requests(ctx context.Context, consumer string) (active, done, acked []string, err error) {
 	kl, err := b.requests.ListKeysFiltered(ctx, token(consumer)+".*")
 	if err != nil {
 		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil, nil
+			return nil, nil, nil, nil
 		}
-		return nil, nil, fmt.Errorf("bus: requests of %q: %w", consumer, err)
+		return nil, nil, nil, fmt.Errorf("bus: requests of %q: %w", consumer, err)
 	}
 	var keys []string
 	for k := range kl.Keys() {
@@ -86,15 +113,25 @@ func (b *Bus) Requests(ctx context.Context, consumer string) (active, done []str
 		if err != nil {
 			continue
 		}
+		r, found, err := b.Request(ctx, consumer, id)
+		switch {
+		case err != nil:
+			return nil, nil, nil, err
+		case !found:
+			continue
+		case r.DoneAcked:
+			acked = append(acked, id)
+			continue
+		}
 		if _, err := b.results.GetLastMsgForSubject(ctx, doneSubject(consumer, id)); err == nil {
 			done = append(done, id)
 		} else if errors.Is(err, jetstream.ErrMsgNotFound) {
 			active = append(active, id)
 		} else {
-			return nil, nil, fmt.Errorf("bus: requests of %q: %w", consumer, err)
+			return nil, nil, nil, fmt.Errorf("bus: requests of %q: %w", consumer, err)
 		}
 	}
-	return active, done, nil
+	return active, done, acked, nil
 }
 
 // StoreTrajectory stores a trajectory that belongs to no submitted request (no work item, no count, no done

@@ -47,6 +47,8 @@ type Request struct {
 	FannedOut bool `json:"fanned_out,omitempty"`
 	// Cancelled is set by Cancel.
 	Cancelled bool `json:"cancelled,omitempty"`
+	// DoneAcked is set by MarkDoneAcked.
+	DoneAcked bool `json:"done_acked,omitempty"`
 }
 
 // Submitted says what Submit did.

@@ -171,6 +171,7 @@ func (c *conn) serve(headerAuth bool) {
 			for _, m := range c.sentOB.all() {
 				c.outbox.Release(m)
 			}
+			c.outbox.Close()
 		}()
 		w.ActiveRequests = active
 	} else {

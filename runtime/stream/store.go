@@ -48,6 +48,8 @@ type Outbox interface {
 	Release(m StoredMessage)
 	// Unacked is the number of the consumer's messages not acked yet.
 	Unacked(ctx context.Context) int
+	// Close ends the connection's use of the outbox: what it offered and was not acked is offered again at once.
+	Close()
 }
 
 // StoredMessage is one message of an Outbox: a trajectory, or (Done set) a request's request_done.

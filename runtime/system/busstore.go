@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
+	"sync"
+	"time"
 
 	"github.com/agentrt/agentrt/runtime/bus"
 	"github.com/agentrt/agentrt/runtime/rollout"
@@ -44,14 +45,16 @@ func (s *busStore) Cancel(ctx context.Context, consumer, id string) (bool, error
 }
 
 func (s *busStore) Requests(ctx context.Context, consumer string) (active, done []string, err error) {
-	return s.b.Requests(ctx, consumer)
+	active, done, _, err = s.b.Requests(ctx, consumer)
+	return active, done, err
 }
 
 func (s *busStore) Drop(ctx context.Context, consumer string) (int, error) {
-	active, done, err := s.b.Requests(ctx, consumer)
+	active, done, acked, err := s.b.Requests(ctx, consumer)
 	if err != nil {
 		return 0, err
 	}
+	done = append(done, acked...)
 	for _, id := range active {
 		if _, err := s.b.Cancel(ctx, consumer, id); err != nil {
 			return 0, err
@@ -96,13 +99,27 @@ func (s *busStore) Outbox(ctx context.Context, consumer string) (stream.Outbox, 
 	if err != nil {
 		return nil, err
 	}
-	return &busOutbox{s: s, o: o, consumer: consumer}, nil
+	ob := &busOutbox{s: s, o: o, consumer: consumer, out: map[uint64]bus.Delivered{}, held: map[uint64]bus.Delivered{},
+		stop: make(chan struct{})}
+	go ob.touch()
+	return ob, nil
 }
 
+// busOutbox is one connection's outbox. A message it has offered stays with it (touched every ack_wait/4) until
+// the trainer acks it or the connection ends (it is then offered again at once). A request_done the trainer acked
+// is held the same way, not acked on the bus, until every other message of the consumer is acked: then its
+// request is forgotten (results, marker, count and record go). So a restart or another node never loses a
+// trajectory the trainer has not acked, and the marker of an acked request_done is never sent twice.
 type busOutbox struct {
 	s        *busStore
 	o        *bus.Outbox
 	consumer string
+
+	mu   sync.Mutex
+	out  map[uint64]bus.Delivered // offered, not acked
+	held map[uint64]bus.Delivered // request_done markers acked by the trainer
+	stop chan struct{}
+	once sync.Once
 }
 
 func (o *busOutbox) Next(ctx context.Context) (stream.StoredMessage, error) {
@@ -115,6 +132,9 @@ func (o *busOutbox) Next(ctx context.Context) (stream.StoredMessage, error) {
 		if !d.Done {
 			m.Finished = stream.Finished{ItemID: d.ItemID, SampleIndex: d.Index, GroupID: d.GroupID, TrajectoryID: d.TrajectoryID,
 				Trajectory: d.Trajectory}
+			o.mu.Lock()
+			o.out[d.Seq] = d
+			o.mu.Unlock()
 			return m, nil
 		}
 		r, found, err := o.s.b.Request(ctx, o.consumer, d.Request)
@@ -123,8 +143,14 @@ func (o *busOutbox) Next(ctx context.Context) (stream.StoredMessage, error) {
 			_ = d.Nak()
 			return stream.StoredMessage{}, err
 		case !found:
-			// Forgotten already (its request_done was acked through another node): nothing to send.
+			// Forgotten already: nothing to send.
 			_ = d.Ack(ctx)
+			continue
+		case r.DoneAcked:
+			o.mu.Lock()
+			o.held[d.Seq] = d
+			o.mu.Unlock()
+			o.forgetIfAllAcked(ctx)
 			continue
 		}
 		status := stream.RequestCompleted
@@ -132,6 +158,9 @@ func (o *busOutbox) Next(ctx context.Context) (stream.StoredMessage, error) {
 			status = stream.RequestCancelled
 		}
 		m.Done = &stream.RequestDone{RequestID: d.Request, Status: status, Trajectories: r.Samples}
+		o.mu.Lock()
+		o.out[d.Seq] = d
+		o.mu.Unlock()
 		return m, nil
 	}
 }
@@ -141,25 +170,117 @@ func (o *busOutbox) Ack(ctx context.Context, m stream.StoredMessage) error {
 	if !ok {
 		return errors.New("system: ack of a message of another store")
 	}
-	if err := d.Ack(ctx); err != nil {
-		return err
-	}
 	if m.Done != nil {
-		// Every message of the request is acked (request_done comes after its trajectories): the bus forgets it.
-		if err := o.s.b.Forget(ctx, o.consumer, m.RequestID); err != nil {
-			return fmt.Errorf("system: forget request %s: %w", m.RequestID, err)
+		if err := o.s.b.MarkDoneAcked(ctx, o.consumer, m.RequestID); err != nil {
+			return err
 		}
+		o.mu.Lock()
+		delete(o.out, d.Seq)
+		o.held[d.Seq] = d
+		o.mu.Unlock()
+	} else {
+		if err := d.Ack(ctx); err != nil {
+			return err
+		}
+		o.mu.Lock()
+		delete(o.out, d.Seq)
+		o.mu.Unlock()
 	}
+	o.forgetIfAllAcked(ctx)
 	return nil
+}
+
+// forgetIfAllAcked forgets the requests whose request_done this outbox holds once nothing else of the consumer
+// waits for an ack.
+func (o *busOutbox) forgetIfAllAcked(ctx context.Context) {
+	o.mu.Lock()
+	held := len(o.held)
+	o.mu.Unlock()
+	if held == 0 {
+		return
+	}
+	n, err := o.o.Unacked(ctx)
+	if err != nil || n > held {
+		return
+	}
+	o.mu.Lock()
+	ds := make([]bus.Delivered, 0, len(o.held))
+	for _, d := range o.held {
+		ds = append(ds, d)
+	}
+	clear(o.held)
+	o.mu.Unlock()
+	for _, d := range ds {
+		// Forget purges the marker too; its ack then finds nothing, which is fine.
+		if err := o.s.b.Forget(ctx, o.consumer, d.Request); err != nil {
+			o.mu.Lock()
+			o.held[d.Seq] = d
+			o.mu.Unlock()
+			continue
+		}
+		_ = d.Ack(ctx)
+	}
 }
 
 func (o *busOutbox) Release(m stream.StoredMessage) {
 	if d, ok := m.Handle.(bus.Delivered); ok {
+		o.mu.Lock()
+		delete(o.out, d.Seq)
+		o.mu.Unlock()
 		_ = d.Nak()
 	}
 }
 
+// Unacked counts the consumer's messages on the bus that the trainer has not acked: the request_done markers it
+// acked (held until their request is forgotten) do not count.
 func (o *busOutbox) Unacked(ctx context.Context) int {
-	n, _ := o.o.Unacked(ctx)
-	return n
+	n, err := o.o.Unacked(ctx)
+	if err != nil {
+		return 0
+	}
+	_, _, acked, err := o.s.b.Requests(ctx, o.consumer)
+	if err != nil {
+		return n
+	}
+	return max(0, n-len(acked))
+}
+
+// Close hands everything this outbox holds back to the bus at once.
+func (o *busOutbox) Close() {
+	o.once.Do(func() { close(o.stop) })
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, d := range o.out {
+		_ = d.Nak()
+	}
+	for _, d := range o.held {
+		_ = d.Nak()
+	}
+	clear(o.out)
+	clear(o.held)
+}
+
+// touch keeps what the outbox holds with it while the connection lives.
+func (o *busOutbox) touch() {
+	t := time.NewTicker(o.s.b.AckWait() / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+		}
+		o.mu.Lock()
+		ds := make([]bus.Delivered, 0, len(o.out)+len(o.held))
+		for _, d := range o.out {
+			ds = append(ds, d)
+		}
+		for _, d := range o.held {
+			ds = append(ds, d)
+		}
+		o.mu.Unlock()
+		for _, d := range ds {
+			_ = d.InProgress()
+		}
+	}
 }
