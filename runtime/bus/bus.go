@@ -264,7 +264,7 @@ func (b *Bus) setup(ctx context.Context) error {
 			return nil
 		},
 		func(ctx context.Context) (err error) {
-			if b.cfg.Mode == ModeEmbedded {
+			if b.cfg.Mode == ModeEmbedded && b.ownSrv {
 				// One process is the only node: claims a previous process held (it was killed) are released now
 				// rather than after ack_wait. The work items stay (work-queue retention keeps what is not acked).
 				if err := b.js.DeleteConsumer(ctx, WorkStream, workConsumer); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
