@@ -37,6 +37,9 @@ type conn struct {
 	// On a Store: the consumer's outbox and what this connection sent from it and has not seen acked.
 	outbox Outbox
 	sentOB delivered
+	// subMu guards subs: the requests whose submit this connection is answering (closed once answered).
+	subMu sync.Mutex
+	subs  map[string]chan struct{}
 }
 
 type frameKind int
@@ -332,6 +335,10 @@ func (c *conn) handle(data []byte) {
 		if !decode(&m) {
 			return
 		}
+		if s.store != nil {
+			// The store's nodes may finish samples before the answer is queued: the pump holds them until then.
+			defer c.submitting(m.RequestID)()
+		}
 		answer, start := s.submit(c.consumer, &m)
 		c.send(answer)
 		if start != nil {
@@ -563,6 +570,18 @@ func (c *conn) writeLoop(notify <-chan struct{}) {
 		case <-notify:
 			more = true
 		case m := <-stored:
+			// Answers queued before the message go first (accepted precedes its request's trajectories).
+		drain:
+			for {
+				select {
+				case b := <-c.ctrl:
+					if !write(b) {
+						return
+					}
+				default:
+					break drain
+				}
+			}
 			b, err := m.frame()
 			if err != nil {
 				s.log.Error("stream: stored message", "consumer", c.consumer, "err", err)

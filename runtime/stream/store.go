@@ -225,6 +225,7 @@ func (c *conn) pump() <-chan StoredMessage {
 				}
 				return
 			}
+			c.waitAnswered(ctx, m.RequestID)
 			c.credits.Add(-1)
 			select {
 			case out <- m:
@@ -235,4 +236,40 @@ func (c *conn) pump() <-chan StoredMessage {
 		}
 	}()
 	return out
+}
+
+// submitting marks a submit of request id in progress on this connection; the func returned marks it answered.
+func (c *conn) submitting(id string) func() {
+	ch := make(chan struct{})
+	c.subMu.Lock()
+	if c.subs == nil {
+		c.subs = map[string]chan struct{}{}
+	}
+	prev := c.subs[id]
+	c.subs[id] = ch
+	c.subMu.Unlock()
+	return func() {
+		c.subMu.Lock()
+		if c.subs[id] == ch {
+			delete(c.subs, id)
+		}
+		c.subMu.Unlock()
+		close(ch)
+		if prev != nil {
+			<-prev
+		}
+	}
+}
+
+// waitAnswered waits until no submit of request id is being answered on this connection.
+func (c *conn) waitAnswered(ctx context.Context, id string) {
+	c.subMu.Lock()
+	ch := c.subs[id]
+	c.subMu.Unlock()
+	if ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+		}
+	}
 }

@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+)
+
+// TestServeClusterKill9: three `agentrt serve` processes on loopback form a cluster (bus.mode = "cluster") over
+// the built-in emulator; a trainer connected to one of them submits 64 prompts x 8 samples; the node that leads
+// the work stream (the JetStream leader, read from its log) is killed with SIGKILL mid-run. Every sample arrives
+// exactly once by trajectory id (redeliveries deduped, as clients do), produced by every node, with one
+// request_done counting them all. The trainer then moves to the third node and resumes from its last ack.
+func TestServeClusterKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three agentrt serve subprocesses")
+	}
+	dir := t.TempDir()
+	var nodes []*clusterNode
+	for attempt := 1; ; attempt++ {
+		nodes = startCluster(t, dir, attempt)
+		if nodes != nil {
+			break
+		}
+		if attempt == 5 {
+			t.Fatal("the first node's route port was taken 5 times")
+		}
+	}
+	const items, n = 64, 8
+	var its []map[string]any
+	for i := range items {
+		its = append(its, map[string]any{"id": fmt.Sprintf("q%d", i), "n": n,
+			"messages": []map[string]any{{"role": "user", "content": fmt.Sprintf("What is %d*7+%d?", i+2, i)}}})
+	}
+	failf := func(format string, args ...any) {
+		t.Helper()
+		var logs strings.Builder
+		for _, nd := range nodes {
+			b, _ := os.ReadFile(nd.logPath)
+			fmt.Fprintf(&logs, "\n--- %s stderr (last 8 KB):\n%s", nd.name, tail(b, 8<<10))
+		}
+		t.Fatalf("%s%s", fmt.Sprintf(format, args...), logs.String())
+	}
+	trainerNode := nodes[1]
+	c := dialConsumer(t, trainerNode.url)
+	c.send(t, map[string]any{"type": "submit", "request_id": "r", "items": its})
+	if m := c.read(t); m == nil || m["type"] != "accepted" {
+		failf("submit answered %v", m)
+	}
+	got := map[string]bool{}
+	var dups int
+	var done map[string]any
+	dones := 0
+	consume := func(c *wsConsumer, stop func() bool) bool {
+		for !stop() {
+			m := c.read(t)
+			if m == nil {
+				return false
+			}
+			switch m["type"] {
+			case "trajectory":
+				id := m["trajectory_id"].(string)
+				if got[id] {
+					dups++
+				}
+				got[id] = true
+				if st := m["trajectory"].(map[string]any)["status"]; st != "completed" {
+					t.Errorf("%s: status %v", id, st)
+				}
+			case "request_done":
+				dones++
+				done = m
+			case "rejected", "error":
+				failf("server answered %v", m)
+			default:
+				continue
+			}
+			c.send(t, map[string]any{"type": "ack", "seqs": []any{m["seq"]}})
+		}
+		return true
+	}
+	// A quarter of the samples in, the work stream's leader dies.
+	consume(c, func() bool { return len(got) >= items*n/4 })
+	// A leader that steps down logs nothing; the last node to announce itself leads.
+	var victim *clusterNode
+	var last uint64
+	for _, nd := range nodes {
+		if seq := nd.leaderSince("AGENTRT_WORK"); seq > last {
+			victim, last = nd, seq
+		}
+	}
+	if victim == nil {
+		failf("no node logged that it leads the work stream")
+	}
+	t.Logf("kill -9 of %s (work stream leader, meta leader %v) after %d of %d samples; trainer on %s",
+		victim.name, victim.isMetaLeader(), len(got), items*n, trainerNode.name)
+	victim.kill9(t)
+	// The trainer moves to another live node (as behind a load balancer) and resumes from its last ack: what its
+	// old node had sent and not seen acked is offered again at once when that connection ends.
+	c.ws.Close()
+	for _, nd := range nodes {
+		if nd != victim && nd != trainerNode {
+			trainerNode = nd
+			break
+		}
+	}
+	t.Logf("the trainer reconnects to %s", trainerNode.name)
+	c = dialConsumer(t, trainerNode.url)
+	if !c.inWelcome("active_requests", "r") {
+		failf("%s does not list request r as active: welcome %v", trainerNode.name, c.welcome)
+	}
+	for !consume(c, func() bool { return done != nil && len(got) == items*n }) {
+		failf("the connection to %s ended before the request was done", trainerNode.name)
+	}
+	for i := range items {
+		for k := range n {
+			if id := fmt.Sprintf("r/q%d/%d", i, k); !got[id] {
+				t.Errorf("sample %s never arrived", id)
+			}
+		}
+	}
+	if len(got) != items*n || done["status"] != "completed" || done["trajectories"].(float64) != items*n {
+		failf("got %d distinct samples, request_done %v", len(got), done)
+	}
+	for _, nd := range nodes {
+		if nd.count("bus: stored") == 0 {
+			t.Errorf("%s stored no result: the samples did not spread over the nodes", nd.name)
+		}
+		t.Logf("%s stored %d results", nd.name, nd.count("bus: stored"))
+	}
+	t.Logf("%d samples, %d redelivered and deduped, %d request_done", len(got), dups, dones)
+}
+
+// clusterNode is one `agentrt serve` of the cluster; its stderr is scanned for the lines the test waits on.
+type clusterNode struct {
+	name, url, logPath string
+	cmd                *exec.Cmd
+	done               chan struct{}
+	urlc               chan string // the line serve prints once it listens
+
+	mu     sync.Mutex
+	leads  map[string]uint64 // stream -> when this node last said it leads it (leaderSeq)
+	meta   bool
+	counts map[string]int
+}
+
+// leaderSeq orders the leader announcements of all nodes.
+var leaderSeq atomic.Uint64
+
+func (nd *clusterNode) leaderSince(stream string) uint64 {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.leads[stream]
+}
+
+func (nd *clusterNode) isMetaLeader() bool {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.meta
+}
+
+func (nd *clusterNode) count(s string) int {
+	nd.mu.Lock()
+	defer nd.mu.Unlock()
+	return nd.counts[s]
+}
+
+func (nd *clusterNode) kill9(t *testing.T) {
+	t.Helper()
+	if err := nd.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-nd.done
+}
+
+// scan reads the node's stderr (debug log) into its log file and keeps what the test asks about.
+func (nd *clusterNode) scan(r *bufio.Reader, logf *os.File) {
+	defer logf.Close()
+	for {
+		line, err := r.ReadString('\n')
+		logf.WriteString(line)
+		nd.mu.Lock()
+		switch {
+		case strings.Contains(line, "Self is new JetStream cluster metadata leader"):
+			nd.meta = true
+		case strings.Contains(line, "JetStream cluster new remote metadata leader"), strings.Contains(line, "JetStream cluster no metadata leader"):
+			nd.meta = false
+		case strings.Contains(line, "JetStream cluster new stream leader for"):
+			_, s, _ := strings.Cut(line, " > ")
+			s, _, _ = strings.Cut(s, "'")
+			nd.leads[s] = leaderSeq.Add(1)
+		}
+		if strings.Contains(line, `msg="bus: stored"`) {
+			nd.counts["bus: stored"]++
+		}
+		nd.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+// startCluster starts three nodes: n0 on a route port chosen here (a JetStream cluster needs its first node's
+// route known before it starts), n1 and n2 on kernel-chosen ports routing to n0. It returns nil when n0's port
+// was taken in between (the caller tries again).
+func startCluster(t *testing.T, dir string, attempt int) []*clusterNode {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := ln.Addr().String()
+	ln.Close()
+	route := fmt.Sprintf(`routes = ["nats-route://%s"]`, seed)
+	var nodes []*clusterNode
+	for i := range 3 {
+		name := fmt.Sprintf("n%d", i)
+		ndir := filepath.Join(dir, fmt.Sprintf("try%d", attempt), name)
+		if err := os.MkdirAll(ndir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		listen := "127.0.0.1:0"
+		if i == 0 {
+			listen = seed
+		}
+		cfg := writeConfig(t, ndir,
+			`spool_dir = "~/.cache/agentrt/spool"`, fmt.Sprintf("spool_dir = %q", filepath.Join(ndir, "spool")),
+			`addr = "127.0.0.1:8080"`, `addr = "127.0.0.1:0"`,
+			"concurrency = 256", "concurrency = 16",
+			"seed = 1\n", "seed = 1\nlatency = { fixed = \"20ms\" }\n",
+			`mode = "embedded" `, fmt.Sprintf(`mode = "cluster"
+name = %q
+cluster = "agentrt-test"
+listen = %q
+%s
+`, name, listen, route),
+			`ack_wait = "30s"`, `ack_wait = "4s"`)
+		nd := &clusterNode{name: name, logPath: filepath.Join(ndir, "serve.log"), done: make(chan struct{}),
+			leads: map[string]uint64{}, counts: map[string]int{}}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAgentrt$", "--", "serve", cfg, "--log-level", "debug")
+		cmd.Env = append(os.Environ(), "AGENTRT_TEST_HELPER=1")
+		stderr, err := cmd.StderrPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		nd.cmd = cmd
+		logf, err := os.Create(nd.logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scanned := make(chan struct{})
+		go func() { nd.scan(bufio.NewReader(stderr), logf); close(scanned) }()
+		go func() { <-scanned; cmd.Wait(); close(nd.done) }()
+		t.Cleanup(func() { cmd.Process.Kill(); <-nd.done })
+		urlc := make(chan string, 1)
+		go func() {
+			line, _ := bufio.NewReader(stdout).ReadString('\n')
+			urlc <- line
+		}()
+		nd.urlc = urlc
+		nodes = append(nodes, nd)
+	}
+	for _, nd := range nodes {
+		var line string
+		select {
+		case line = <-nd.urlc:
+		case <-nd.done:
+		}
+		_, rest, ok := strings.Cut(line, "(WebSocket ")
+		url, _, ok2 := strings.Cut(rest, ")")
+		if !ok || !ok2 {
+			b, _ := os.ReadFile(nd.logPath)
+			if nd.name == "n0" && strings.Contains(string(b), "address already in use") {
+				for _, o := range nodes {
+					o.cmd.Process.Kill()
+					<-o.done
+				}
+				return nil
+			}
+			t.Fatalf("%s printed %q; stderr:\n%s", nd.name, line, tail(b, 8<<10))
+		}
+		nd.url = url
+	}
+	return nodes
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
