@@ -12,6 +12,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
 )
 
 // TestServeClusterKill9: three `agentrt serve` processes on loopback form a cluster (bus.mode = "cluster") over
@@ -113,7 +116,9 @@ func TestServeClusterKill9(t *testing.T) {
 		}
 	}
 	t.Logf("the trainer reconnects to %s", trainerNode.name)
-	c = dialConsumer(t, trainerNode.url)
+	t0 := time.Now()
+	c = redial(t, trainerNode.url, failf)
+	t.Logf("welcome from %s after %s", trainerNode.name, time.Since(t0).Round(time.Millisecond))
 	if !c.inWelcome("active_requests", "r") {
 		failf("%s does not list request r as active: welcome %v", trainerNode.name, c.welcome)
 	}
@@ -189,9 +194,10 @@ func (nd *clusterNode) scan(r *bufio.Reader, logf *os.File) {
 		logf.WriteString(line)
 		nd.mu.Lock()
 		switch {
-		case strings.Contains(line, "Self is new JetStream cluster metadata leader"):
-			nd.meta = true
-		case strings.Contains(line, "JetStream cluster new remote metadata leader"), strings.Contains(line, "JetStream cluster no metadata leader"):
+		case strings.Contains(line, "JetStream cluster new metadata leader: "):
+			_, who, _ := strings.Cut(line, "new metadata leader: ")
+			nd.meta = strings.HasPrefix(who, nd.name+"/")
+		case strings.Contains(line, "JetStream cluster no metadata leader"):
 			nd.meta = false
 		case strings.Contains(line, "JetStream cluster new stream leader for"):
 			_, s, _ := strings.Cut(line, " > ")
@@ -234,8 +240,8 @@ func startCluster(t *testing.T, dir string, attempt int) []*clusterNode {
 		cfg := writeConfig(t, ndir,
 			`spool_dir = "~/.cache/agentrt/spool"`, fmt.Sprintf("spool_dir = %q", filepath.Join(ndir, "spool")),
 			`addr = "127.0.0.1:8080"`, `addr = "127.0.0.1:0"`,
-			"concurrency = 256", "concurrency = 16",
-			"seed = 1\n", "seed = 1\nlatency = { fixed = \"20ms\" }\n",
+			"concurrency = 256", "concurrency = 8", // ~20 waves of episodes: the kill lands mid-request
+			"seed = 1\n", "seed = 1\nlatency = { fixed = \"100ms\" }\n",
 			`mode = "embedded" `, fmt.Sprintf(`mode = "cluster"
 name = %q
 cluster = "agentrt-test"
@@ -304,4 +310,21 @@ func tail(b []byte, n int) []byte {
 		return b[len(b)-n:]
 	}
 	return b
+}
+
+// redial connects a consumer like dialConsumer; a hello answered with an error fails the test with the nodes' logs.
+func redial(t *testing.T, url string, failf func(string, ...any)) *wsConsumer {
+	t.Helper()
+	ws, _, err := websocket.DefaultDialer.Dial(url, nil)
+	if err != nil {
+		failf("dial %s: %v", url, err)
+	}
+	ws.SetReadLimit(64 << 20)
+	t.Cleanup(func() { ws.Close() })
+	c := &wsConsumer{ws: ws}
+	c.send(t, map[string]any{"type": "hello", "protocol": 1, "consumer_id": "trainer", "credits": 10000})
+	if c.welcome = c.read(t); c.welcome["type"] != "welcome" {
+		failf("hello answered with %v", c.welcome)
+	}
+	return c
 }

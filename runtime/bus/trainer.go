@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -93,44 +94,53 @@ func (b *Bus) updateRequest(ctx context.Context, consumer, id string, running bo
 }
 
 // Requests lists a consumer's requests the bus keeps: active ones (no done marker yet), done ones (the marker is
-// stored, the trainer has not acked it) and acked ones (MarkDoneAcked, not forgotten yet).
+// stored, the trainer has not acked it) and acked ones (MarkDoneAcked, not forgotten yet). It tries again while
+// the cluster elects a leader, until ctx ends.
 func (b *Bus) Requests(ctx context.Context, consumer string) (active, done, acked []string, err error) {
-	kl, err := b.requests.ListKeysFiltered(ctx, token(consumer)+".*")
-	if err != nil {
-		if errors.Is(err, jetstream.ErrNoKeysFound) {
-			return nil, nil, nil, nil
+	err = retry(ctx, b.log, func(ctx context.Context) error {
+		active, done, acked = nil, nil, nil
+		// The bucket's subjects, read from its stream's state: one request to the stream's leader (listing the
+		// keys would make a consumer, which waits on the meta leader).
+		kv, err := b.js.Stream(ctx, "KV_"+RequestBucket)
+		if err != nil {
+			return err
 		}
+		prefix := "$KV." + RequestBucket + "." + token(consumer) + "."
+		si, err := kv.Info(ctx, jetstream.WithSubjectFilter(prefix+"*"))
+		if err != nil {
+			return err
+		}
+		for subj := range si.State.Subjects {
+			id, err := untoken(strings.TrimPrefix(subj, prefix))
+			if err != nil {
+				continue
+			}
+			r, found, err := b.Request(ctx, consumer, id)
+			switch {
+			case err != nil:
+				return err
+			case !found: // forgotten (its purge marker keeps the subject)
+				continue
+			case r.DoneAcked:
+				acked = append(acked, id)
+				continue
+			}
+			if _, err := b.results.GetLastMsgForSubject(ctx, doneSubject(consumer, id)); err == nil {
+				done = append(done, id)
+			} else if errors.Is(err, jetstream.ErrMsgNotFound) {
+				active = append(active, id)
+			} else {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("bus: requests of %q: %w", consumer, err)
 	}
-	var keys []string
-	for k := range kl.Keys() {
-		keys = append(keys, k)
-	}
-	_ = kl.Stop() // the lister has stopped once its channel is closed; a second stop only says so
-	for _, k := range keys {
-		_, tok, _ := strings.Cut(k, ".")
-		id, err := untoken(tok)
-		if err != nil {
-			continue
-		}
-		r, found, err := b.Request(ctx, consumer, id)
-		switch {
-		case err != nil:
-			return nil, nil, nil, err
-		case !found:
-			continue
-		case r.DoneAcked:
-			acked = append(acked, id)
-			continue
-		}
-		if _, err := b.results.GetLastMsgForSubject(ctx, doneSubject(consumer, id)); err == nil {
-			done = append(done, id)
-		} else if errors.Is(err, jetstream.ErrMsgNotFound) {
-			active = append(active, id)
-		} else {
-			return nil, nil, nil, fmt.Errorf("bus: requests of %q: %w", consumer, err)
-		}
-	}
+	slices.Sort(active)
+	slices.Sort(done)
+	slices.Sort(acked)
 	return active, done, acked, nil
 }
 
