@@ -328,3 +328,85 @@ func redial(t *testing.T, url string, failf func(string, ...any)) *wsConsumer {
 	}
 	return c
 }
+
+// TestServeCancelOnTheBus: `agentrt serve` (embedded bus) cancels a running request: its running episodes end
+// aborted, its samples not started yet come as failed trajectories with reason cancelled, and request_done says
+// cancelled and counts one trajectory per sample. A second cancel gets unknown_request.
+func TestServeCancelOnTheBus(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs an agentrt serve subprocess")
+	}
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir,
+		`spool_dir = "~/.cache/agentrt/spool"`, fmt.Sprintf("spool_dir = %q", filepath.Join(dir, "spool")),
+		`addr = "127.0.0.1:8080"`, `addr = "127.0.0.1:0"`,
+		"concurrency = 256", "concurrency = 2",
+		"seed = 1\n", "seed = 1\nlatency = { fixed = \"300ms\" }\n")
+	logPath := filepath.Join(dir, "serve.log")
+	p := startAgentrt(t, logPath, "serve", cfg)
+	line, err := p.stdout.ReadString('\n')
+	_, rest, ok := strings.Cut(line, "(WebSocket ")
+	url, _, ok2 := strings.Cut(rest, ")")
+	if err != nil || !ok || !ok2 {
+		failWithLog(t, logPath, "agentrt serve printed %q (%v)", line, err)
+	}
+	c := dialConsumer(t, url)
+	const samples = 8
+	c.send(t, map[string]any{"type": "submit", "request_id": "r", "events": true, "items": []map[string]any{{"id": "q", "n": samples,
+		"messages": []map[string]any{{"role": "user", "content": "What is 6*7?"}}}}})
+	cancelled := false
+	statuses := map[string]int{}
+	var done map[string]any
+	for done == nil {
+		m := c.read(t)
+		if m == nil {
+			failWithLog(t, logPath, "the connection ended")
+		}
+		switch m["type"] {
+		case "event":
+			// The first turn event: the request runs; cancel it.
+			if !cancelled {
+				c.send(t, map[string]any{"type": "cancel", "request_id": "r"})
+				cancelled = true
+			}
+			continue
+		case "trajectory":
+			tr := m["trajectory"].(map[string]any)
+			statuses[fmt.Sprintf("%v/%v", tr["status"], tr["status_reason"])]++
+		case "request_done":
+			done = m
+		case "accepted":
+			continue
+		default:
+			failWithLog(t, logPath, "unexpected frame %v", m)
+		}
+		c.send(t, map[string]any{"type": "ack", "seqs": []any{m["seq"]}})
+	}
+	if done["status"] != "cancelled" || done["trajectories"].(float64) != samples {
+		failWithLog(t, logPath, "request_done %v, want cancelled with %d trajectories", done, samples)
+	}
+	n := 0
+	for st, k := range statuses {
+		if !strings.HasPrefix(st, "aborted/") && st != "failed/cancelled" && !strings.HasPrefix(st, "completed/") {
+			t.Errorf("%d trajectories %s", k, st)
+		}
+		n += k
+	}
+	if n != samples || statuses["failed/cancelled"] == 0 {
+		t.Errorf("trajectories by status: %v; want %d, some not started (failed/cancelled)", statuses, samples)
+	}
+	c.send(t, map[string]any{"type": "cancel", "request_id": "r"})
+	for {
+		m := c.read(t)
+		if m == nil {
+			failWithLog(t, logPath, "the connection ended")
+		}
+		if m["type"] == "error" {
+			if m["code"] != "unknown_request" {
+				t.Errorf("second cancel answered %v", m)
+			}
+			break
+		}
+	}
+	t.Logf("trajectories by status: %v", statuses)
+}

@@ -440,3 +440,62 @@ func TestForgottenRequestTakesNoLateResult(t *testing.T) {
 		t.Errorf("%d messages stored for the forgotten request", n)
 	}
 }
+
+// TestCancelReachesEveryNode: a cancel stored on the bus ends the runs of the request's samples on every node
+// (each returns its aborted trajectory, which is stored), and the samples not claimed yet become failed results
+// with reason cancelled, so the request still closes with one result per sample.
+func TestCancelReachesEveryNode(t *testing.T) {
+	ctx := patienceCtx(t)
+	b := openBus(t, testConfig(t))
+	req, ss := request("trainer", "r", 1, 6)
+	submit(t, b, req, ss)
+	if found, err := b.Cancel(ctx, "trainer", "nope"); found || err != nil {
+		t.Fatalf("cancel of an unknown request: found %v, %v", found, err)
+	}
+	untilCancelled := func(ctx context.Context, s Sample, delivery int) (json.RawMessage, error) {
+		<-ctx.Done()
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			return json.RawMessage(`{"status":"aborted"}`), nil
+		}
+		return nil, context.Cause(ctx)
+	}
+	evA, evB := newEvents(), newEvents()
+	serve(t, b, Node{Slots: 2, Run: untilCancelled, Observe: evA.observe})
+	serve(t, peer(t, b), Node{Slots: 2, Run: untilCancelled, Observe: evB.observe})
+	evA.waitFor(t, EventClaimed, 2)
+	evB.waitFor(t, EventClaimed, 2)
+	if active, done, _, err := b.Requests(ctx, "trainer"); err != nil || len(active) != 1 || active[0] != "r" || len(done) != 0 {
+		t.Fatalf("requests before the cancel: active %v, done %v, %v", active, done, err)
+	}
+	if found, err := b.Cancel(ctx, "trainer", "r"); !found || err != nil {
+		t.Fatalf("cancel: found %v, %v", found, err)
+	}
+	o, err := b.Outbox(ctx, "trainer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, o, "r", 6)
+	aborted, cancelled := 0, 0
+	for id, r := range got {
+		switch {
+		case r.Status == StatusFinished && string(r.Trajectory) == `{"status":"aborted"}`:
+			aborted++
+		case r.Status == StatusFailed && r.Reason == ReasonCancelled:
+			cancelled++
+		default:
+			t.Errorf("%s: %s %s %q", id, r.Status, r.Reason, r.Trajectory)
+		}
+	}
+	if aborted != 4 || cancelled != 2 {
+		t.Errorf("%d aborted runs and %d samples failed as cancelled; want the 4 running and the 2 waiting", aborted, cancelled)
+	}
+	if n := evA.count(EventStored) + evB.count(EventStored); n != 4 {
+		t.Errorf("%d runs stored their trajectory, want 4 (both nodes' runs saw the cancel)", n)
+	}
+	if found, err := b.Cancel(ctx, "trainer", "r"); found || err != nil {
+		t.Fatalf("cancel of a done request: found %v, %v", found, err)
+	}
+	if active, done, _, err := b.Requests(ctx, "trainer"); err != nil || len(active) != 0 || len(done) != 1 {
+		t.Fatalf("requests once done: active %v, done %v, %v", active, done, err)
+	}
+}
