@@ -27,10 +27,12 @@ Runs the rollout service that trainers drive: HTTP on server.addr with
               with [frontdoor] enabled: the OpenAI/Anthropic-compatible front door; each session's
               trajectories go to frontdoor.consumer's stream (docs/frontdoor.md)
 Trainers present server.token, or $AGENTRT_TOKEN when the config sets none (required beyond loopback).
-Accepted requests and finished trajectories are kept on disk (server.spool_dir) until a trainer acks them;
-a restart on the same spool (even after kill -9) resumes every request that had not ended. SIGINT/SIGTERM
-stop accepting work, let running episodes finish for server.shutdown_grace, then interrupt the rest (they
-run again on the next start) and flush the spool; a second signal quits at once.
+Accepted requests and finished trajectories are kept in NATS JetStream ([bus]: embedded by default, under
+server.spool_dir/bus) until a trainer acks them; a restart on the same store (even after kill -9) resumes
+every request that had not ended. With bus.mode = "cluster" several serve processes share the store: any
+of them runs samples and serves trainers (docs/scale-out.md). SIGINT/SIGTERM stop accepting work, let
+running episodes finish for server.shutdown_grace, then hand the rest back to the store (they run again,
+here on the next start or on another node); a second signal quits at once.
 
 flags:
 `

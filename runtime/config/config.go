@@ -50,7 +50,7 @@ type Server struct {
 	Token string `toml:"token"`
 	// SpoolDir holds finished trajectories until a trainer acks them.
 	SpoolDir string `toml:"spool_dir"`
-	// SpoolMaxTrajectories bounds the spool; when full, new episodes wait.
+	// SpoolMaxTrajectories bounded the bbolt spool; serve now stores on the bus, which has no record bound (unused).
 	SpoolMaxTrajectories int `toml:"spool_max_trajectories"`
 	// MaxMessageBytes bounds one WebSocket message from a trainer.
 	MaxMessageBytes int `toml:"max_message_bytes"`
