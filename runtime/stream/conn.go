@@ -163,12 +163,6 @@ func (c *conn) serve(headerAuth bool) {
 			c.fatal(CodeSpool, err.Error(), websocket.CloseInternalServerErr)
 			return
 		}
-		stop, err := s.store.Events(c.consumer, c.forwardEvent)
-		if err != nil {
-			c.fatal(CodeSpool, err.Error(), websocket.CloseInternalServerErr)
-			return
-		}
-		defer stop()
 		// What this connection sent and did not see acked is offered again at once (to the next connection).
 		defer func() {
 			for _, m := range c.sentOB.all() {
@@ -176,6 +170,12 @@ func (c *conn) serve(headerAuth bool) {
 			}
 			c.outbox.Close()
 		}()
+		stop, err := s.store.Events(c.consumer, c.forwardEvent)
+		if err != nil {
+			c.fatal(CodeSpool, err.Error(), websocket.CloseInternalServerErr)
+			return
+		}
+		defer stop()
 		w.ActiveRequests = active
 	} else {
 		// Read after the active list: a request that ends in between is in one list or the other.

@@ -158,11 +158,12 @@ func (c *conn) openStore() (Welcome, error) {
 	if err != nil {
 		return Welcome{}, err
 	}
-	c.outbox = ob
 	_, done, err := s.store.Requests(ctx, c.consumer)
 	if err != nil {
+		ob.Close()
 		return Welcome{}, err
 	}
+	c.outbox = ob
 	if done == nil {
 		done = []string{}
 	}
