@@ -9,6 +9,10 @@
 // connection's control frames, and a full spool makes Emitter.Finish block, so a slow consumer cannot grow the
 // server's memory. The wire protocol is docs/PROTOCOL.md.
 //
+// NewOnStore builds the same endpoint over a Store instead of the spool (`agentrt serve` uses the bus,
+// docs/scale-out.md): submits, cancels, request lists and each consumer's messages come from the store, whose
+// own workers run the samples.
+//
 // The package does not run episodes, know the trajectory schema (trajectories are opaque JSON objects), or
 // serve HTTP routes other than the one WebSocket endpoint. It is the only importer of gorilla/websocket.
 // Server is safe for concurrent use. Read Example first.
