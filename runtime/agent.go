@@ -211,6 +211,9 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	default:
 		return nil, fmt.Errorf("runtime: agent %q: %q is not a history mode (use %q or %q)", cfg.Name, cfg.History, HistoryAsGenerated, HistoryAsDeployed)
 	}
+	if err := checkSubAgents(cfg.Name, d.Tools); err != nil {
+		return nil, err
+	}
 	a := &Agent{cfg: cfg, d: d, m: d.Model, toolByFn: map[string]*ToolBinding{}, log: d.Logger}
 	if a.log == nil {
 		a.log = slog.New(slog.DiscardHandler)
@@ -311,6 +314,8 @@ type Episode struct {
 	// firstPrompt, shared by the samples of one item (Item.Episodes), renders and tokenizes their identical
 	// first prompt once.
 	firstPrompt *sharedPrompt
+	// sub is set on a sub-agent's episode (subagent.go): its depth and turn budgets.
+	sub *subRun
 }
 
 // sharedPrompt is the first prompt of an item's samples: same messages, same agent, so the same ids.
@@ -599,7 +604,7 @@ func (e *episode) summarize(ctx context.Context) (summary, bool) {
 	e.traj.DropPending()
 	out := summary{parent: len(e.traj.Samples), parentTurns: e.traj.Turns(), parentLen: e.traj.Len()}
 	prompt := append(slices.Clone(e.views), tito.Message{Role: tito.RoleUser, Content: request})
-	if !e.newSample(tito.SampleSummary, prompt, "rendering the summary request") {
+	if !e.takeSubTurn() || !e.newSample(tito.SampleSummary, prompt, "rendering the summary request") {
 		return out, false
 	}
 	if cp.MaskSummary {
@@ -746,7 +751,7 @@ func (e *episode) appendPrompt(ids []int32) bool {
 // reply short (the episode is truncated).
 func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 	a := e.a
-	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop {
+	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop || !e.takeSubTurn() {
 		return nil, false
 	}
 	turnSeed := fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls+1) // the turn's ids are made once it is counted
@@ -846,6 +851,7 @@ type call struct {
 	result   abi.ToolResult
 	outcome  string        // ok, error, timeout, cancelled, unknown_tool, parse_error, env_error
 	took     time.Duration // the tool's wall time
+	sub      *subResult    // a sub-agent call's episode (subagent.go)
 }
 
 // handleResponse parses the model's response, records its message and returns the turn's calls (parse errors
@@ -904,7 +910,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		envMu  sync.Mutex
 		envErr error // the first environment failure of the turn: it ends the episode
 	)
-	for _, c := range calls {
+	for i, c := range calls {
 		if c.parseErr != nil {
 			c.result = errorResult(parseErrorResult(*c.parseErr))
 			c.outcome = "parse_error"
@@ -941,7 +947,9 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			cctx = withOutboundLog(cctx, &e.outbound, c.tc.Name)
 			var res abi.ToolResult
 			var err error
-			if et, ok := tb.Tool.(EpisodeTool); ok {
+			if st, ok := tb.Tool.(*SubAgent); ok {
+				res, err = e.runSubAgent(cctx, st, c, i)
+			} else if et, ok := tb.Tool.(EpisodeTool); ok {
 				res, err = et.CallEpisode(cctx, e.ep.ID, c.tc.Name, json.RawMessage(c.tc.Arguments))
 			} else {
 				res, err = tb.Tool.Call(cctx, c.tc.Name, json.RawMessage(c.tc.Arguments))
@@ -980,6 +988,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 	}
 	wg.Wait()
 	e.waited += time.Since(t0)
+	e.addSubSamples(calls) // whatever happens next, the sub-episodes' samples are kept
 	if ctx.Err() != nil {
 		e.generateFailed(ctx, ctx.Err())
 		return false
