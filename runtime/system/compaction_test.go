@@ -183,7 +183,8 @@ func TestCompactionNotNeeded(t *testing.T) {
 // sample's requests extend each other (the prefix invariant within the sample), a sample's first request sends its
 // first prompt with logprob_start_len -1, response segments are the served output_ids verbatim, each sample ends
 // on its last request + output, logprobs are the emulator's scoring function; and a later sample's first prompt is
-// the chat template's full render of its recorded messages[:prompt_messages] with the episode's tools.
+// the chat template's full render of its recorded messages[:prompt_messages] with the episode's tools (a
+// sub-agent's sample: its own tools; its model calls' rids are its episode's, which the first sample renders too).
 func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 	t.Helper()
 	if err := tr.Validate(); err != nil {
@@ -196,7 +197,7 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 	}
 	byRID := map[string]*served{}
 	for _, r := range h.log.records(t) {
-		if r.Path != "/generate" || r.Status != 200 || r.Fault != "" || !strings.HasPrefix(r.RID, tr.ID+".") {
+		if r.Path != "/generate" || r.Status != 200 || r.Fault != "" || (!strings.HasPrefix(r.RID, tr.ID+".") && !strings.HasPrefix(r.RID, tr.ID+"/")) {
 			continue
 		}
 		s := &served{}
@@ -220,7 +221,11 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 				t.Fatalf("sample %d turn %d: rid %q is not in the server's log", smp.Index, seg.Turn, seg.Info.RID)
 			}
 			s.claims++
-			if want := fmt.Sprintf("%s.%d", tr.ID, smp.FirstTurn+seg.Turn); seg.Info.RID != want {
+			episode := tr.ID
+			if smp.Episode != "" {
+				episode = smp.Episode
+			}
+			if want := fmt.Sprintf("%s.%d", episode, smp.FirstTurn+seg.Turn); seg.Info.RID != want {
 				t.Errorf("sample %d turn %d has rid %q, want %q (the episode's call %d)", smp.Index, seg.Turn, seg.Info.RID, want, smp.FirstTurn+seg.Turn)
 			}
 			if !equalIDs(s.req.InputIDs, smp.TokenIDs[:seg.Offset]) || !equalIDs(s.resp.OutputIDs, smp.TokenIDs[seg.Offset:seg.Offset+seg.Length]) {
@@ -243,14 +248,18 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 				t.Fatalf("sample %d: logprob[%d] = %v, the emulator gives %v", smp.Index, p, smp.Logprobs[p], want)
 			}
 		}
-		if smp.Index == 0 {
+		if smp.Episode == "" && smp.Parent == -1 {
 			continue
 		}
 		msgs, err := tito.DecodeMessages(smp.Messages)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := m.RenderOptions(tr.Tools)
+		tools := tr.Tools
+		if smp.Tools != nil {
+			tools = smp.Tools
+		}
+		o := m.RenderOptions(tools)
 		o.Kwargs = tr.TemplateKwargs
 		text, err := m.Template.Render(msgs[:smp.PromptMessages], o)
 		if err != nil {
