@@ -174,8 +174,8 @@ func TestSubAgentTwoCalls(t *testing.T) {
 // error result (no episode runs), the coder answers anyway, and the lead's episode completes.
 func TestSubAgentDepthLimit(t *testing.T) {
 	sc := subScript(t, map[string][]string{
-		"lead": {toolCall("coder", map[string]any{"task": "[script:rec] Split the work."}), "Done."},
-		"rec":  {toolCall("coder", map[string]any{"task": "[script:never] The half."}), "I could not split it; the answer is 42."},
+		"lead":  {toolCall("coder", map[string]any{"task": "[script:rec] Split the work."}), "Done."},
+		"rec":   {toolCall("coder", map[string]any{"task": "[script:never] The half."}), "I could not split it; the answer is 42."},
 		"never": {"This reply is never asked for."},
 	})
 	lead, coder := subAgents(config.SubAgent{MaxDepth: 2})
@@ -214,7 +214,9 @@ func TestSubAgentDepthLimit(t *testing.T) {
 // TestSubAgentMaxTurns: a sub-episode that reaches its tool's max_turns ends truncated (max_turns); the call's
 // result is an error saying so, the turns it made are kept as its sample, and the lead goes on to complete.
 func TestSubAgentMaxTurns(t *testing.T) {
-	calc := func(i int) string { return toolCall("calculator", map[string]any{"expression": fmt.Sprintf("%d*3", i)}) }
+	calc := func(i int) string {
+		return toolCall("calculator", map[string]any{"expression": fmt.Sprintf("%d*3", i)})
+	}
 	sc := subScript(t, map[string][]string{
 		"lead": {toolCall("coder", map[string]any{"task": "[script:long] Many steps."}), "The coder ran out of turns; I stop."},
 		"long": {calc(1), calc(2), calc(3), calc(4), "Finished."},
