@@ -289,6 +289,7 @@ model = %q
 `, model, model)
 	for _, c := range []struct{ entry, coder, want string }{
 		{`agent = { name = "coder", max_depth = 2, max_turns = 8, max_tokens = 512 }`, "", ""},
+		{"agent = { name = \"coder\", tool = \"coder\", description = \"Hands a sub-task to the coder.\", max_depth = 1, max_turns = 16, max_tokens = 8192 }\ntimeout = \"10m\"", "", ""},
 		{`agent = { name = "lead" }`, "", ""}, // a cycle: max_depth ends it at run time
 		{`agent = { name = "nobody" }`, "", `:10: agent.tools.agent.name: `},
 		{`agent = { name = "coder" }`, `chat_template_kwargs = { enable_thinking = true }`, "must use the same model"},
@@ -308,4 +309,28 @@ model = %q
 			t.Errorf("%s / %s: %v, want an error containing %q", c.entry, c.coder, err, c.want)
 		}
 	}
+}
+
+// TestSubAgentParallelCalls: two sub-agent calls of one reply run concurrently; their samples are added in the
+// reply's call order, and the second call's episode is named by its position.
+func TestSubAgentParallelCalls(t *testing.T) {
+	sc := subScript(t, map[string][]string{
+		"lead": {"Both at once.\n" + toolCall("coder", map[string]any{"task": "[script:p1] One."}) + "\n" +
+			toolCall("coder", map[string]any{"task": "[script:p2] Two."}), "Done."},
+		"p1": {toolCall("calculator", map[string]any{"expression": "2*3"}), "Six."},
+		"p2": {"Two is done."},
+	})
+	lead, coder := subAgents(config.SubAgent{})
+	h := newSubHarness(t, sc, lead, coder)
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "pc", ItemID: "pc", GroupID: "pc",
+		Messages: []tito.Message{{Role: "user", Content: "[script:lead] Go."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if got := toolResults(t, tr.Messages); len(got) != 2 || got[0] != "Six." || got[1] != "Two is done." {
+		t.Fatalf("the lead's tool results %q", got)
+	}
+	if tr.SampleCount() != 3 || tr.Samples[0].Episode != "pc/0.0" || tr.Samples[1].Episode != "pc/0.1" ||
+		tr.Samples[0].BranchTurn != 1 || tr.Samples[1].BranchTurn != 1 || tr.Samples[0].CallID == tr.Samples[1].CallID {
+		t.Fatalf("samples %+v / %+v", tr.Samples[0].SampleOrigin, tr.Samples[1].SampleOrigin)
+	}
+	h.checkSamples(t, tr)
 }
