@@ -22,7 +22,7 @@ var subTools = []json.RawMessage{json.RawMessage(`{"type":"function","function":
 // TestSubSamples: a parent chain that ran two sub-agents (one of one sample, one of three) and then compacted: the
 // samples are listed in the order they end, the current chain last; the sub-episodes' first samples link to the
 // chain that called them (relinked as its index moves), their own samples keep their links, renumbered.
-func TestSubSamples(t *testing.T) {
+func TestSubAgentSamples(t *testing.T) {
 	tr := trTwoTurns(t) // one response, its tool results pending
 	mustNoErr(t, tr.AddSubSamples(trOneTurn(t, 100).AllSamples(), SubLink{Episode: "e/1.0", Agent: "a", CallID: "c0", Tools: subTools}))
 	mustNoErr(t, tr.AddSubSamples(trMulti(t).AllSamples(), SubLink{Episode: "e/1.1", Agent: "b", CallID: "c1"}))
@@ -69,7 +69,7 @@ func TestSubSamples(t *testing.T) {
 }
 
 // TestSubSamplesNested: a sub-episode's own sub-episode keeps its name and is one level deeper again.
-func TestSubSamplesNested(t *testing.T) {
+func TestSubAgentSamplesNested(t *testing.T) {
 	sub := trOneTurn(t, 100)
 	mustNoErr(t, sub.AddSubSamples(trOneTurn(t, 200).AllSamples(), SubLink{Episode: "e/0.0/0.0", Agent: "a", CallID: "n"}))
 	tr := trOneTurn(t, 1)
@@ -82,7 +82,7 @@ func TestSubSamplesNested(t *testing.T) {
 }
 
 // TestSubSamplesInvalid: Validate refuses origins a sub-agent's samples cannot have.
-func TestSubSamplesInvalid(t *testing.T) {
+func TestSubAgentSamplesInvalid(t *testing.T) {
 	cases := map[string]func(tr *Trajectory){
 		"parent before it":  func(tr *Trajectory) { tr.Samples[0].Parent = 0 },
 		"no episode":        func(tr *Trajectory) { tr.Samples[0].Episode = "" },

@@ -82,6 +82,9 @@ func (c *Config) validateSubAgents() error {
 			if sub.Model != a.Model || sub.Revision != a.Revision || sub.ChatTemplate != a.ChatTemplate || !reflect.DeepEqual(sub.ChatTemplateKwargs, a.ChatTemplateKwargs) {
 				return &FieldError{"agent.tools.agent.name", fmt.Sprintf("%sagent %q: sub-agent %q must use the same model, revision, chat_template and chat_template_kwargs (its samples are samples of the caller's trajectory)", at, a.Name, s.Name)}
 			}
+			if a.MaskOffPolicy || sub.MaskOffPolicy {
+				return &FieldError{"agent.mask_offpolicy", fmt.Sprintf("%sagent %q: mask_offpolicy is not supported with sub-agent tools yet (it masks one chain)", at, a.Name)}
+			}
 			if !functionNameRe.MatchString(s.FunctionName()) {
 				return &FieldError{"agent.tools.agent.tool", fmt.Sprintf("%sagent %q: sub-agent tool name %q: want letters, digits, _ . - (at most 64)", at, a.Name, s.FunctionName())}
 			}
