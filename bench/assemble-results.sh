@@ -26,7 +26,7 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | per-turn cost within 1.5x from 2k to 128k tokens of context | **not met (before, issue 25)**: 30 turns at a fixed ~2k vs ~118k context, CPU per turn 1.2 -> 6.4 ms (5.3x), overhead p50 0.85 -> 7.4 ms (8.7x) on a loaded box; what grows is the request body's encoding, the delta render and GC | long horizon |
 
 HDR
-  for f in agent-loop side-by-side long-horizon compaction sglang-wire routing stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template jsonw python-tool durability scale-out soak test-stress frontdoor outbound bounds viewer; do
+  for f in agent-loop side-by-side long-horizon compaction subagent sglang-wire routing stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template jsonw python-tool durability scale-out soak test-stress frontdoor outbound bounds viewer; do
     [[ -f "results/$f.md" ]] || continue
     echo
     echo "---"
