@@ -333,6 +333,8 @@ type episode struct {
 	ids      *sglang.IDsCache // the trajectory's input_ids encoded, kept between calls
 	msgs     []tito.Message
 	msgCache *tito.MessageCache // msgs encoded for the template engine, kept between deltas
+	// windowAudited: a windowed delta of this episode was compared with the whole render's (once per episode)
+	windowAudited bool
 	// views are msgs as a full render shows them (a compaction renders them): an assistant message's content is the
 	// text outside its tool calls, which the template writes from tool_calls (msgs keeps the text as generated).
 	views []tito.Message
@@ -1088,10 +1090,22 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.msgCache, e.lastStop)
+	// The delta is rendered through the template's window (the messages it depends on); the episode's first
+	// windowed delta is rendered whole too and compared (the window audit): a difference keeps the whole render's
+	// delta, warns, and turns the window off for the agent.
+	history := e.msgs[:len(e.msgs)-len(msgs)]
+	audit := !e.windowAudited && e.a.m.WindowLeavesOut(history, msgs) > 0
+	ids, drift, err := e.a.m.WindowDelta(history, msgs, e.a.toolSpecs, e.msgCache, e.lastStop, audit)
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false
+	}
+	if audit {
+		e.windowAudited = true
+		if drift != nil {
+			e.warnings = append(e.warnings, drift.Error())
+			e.a.log.Warn("delta window audit failed", "agent", e.a.cfg.Name, "episode", e.ep.ID, "err", drift)
+		}
 	}
 	return e.appendPrompt(ids)
 }

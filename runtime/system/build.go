@@ -90,7 +90,7 @@ func BuildAgent(ctx context.Context, ac config.Agent, env BuildEnv) (_ *runtime.
 	// The family's extra stops end a turn too: trimmed before parsing, and sent as stop_token_ids.
 	model := &turn.Model{Generator: env.Generator, Tokenizer: tito.NewPieceCache(m.Tokenizer, 8192), Template: tmpl,
 		StopIDs: append(slices.Clone(m.StopIDs), extra...), ExtraStopIDs: extra, Kwargs: ac.ChatTemplateKwargs,
-		Reasoning: fam.Profile.Reasoning, CallIDs: fam.Profile.CallIDs, Gate: env.Gate}
+		Reasoning: fam.Profile.Reasoning, CallIDs: fam.Profile.CallIDs, Gate: env.Gate, Window: report.Window}
 	d := runtime.Deps{Model: model, Provenance: prov, Logger: env.Logger}
 
 	var specs []abi.ToolSpec

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime/family"
@@ -72,6 +73,12 @@ type Model struct {
 	CallIDs family.CallIDStyle
 	// Gate, if set, holds each call while it is closed (a pause for a weight update).
 	Gate *Gate
+	// Window is the template's delta window (tito.ChatTemplate.FindDeltaWindow, found by the family self-test):
+	// WindowDelta renders tool results after only the history's messages it keeps. The zero value renders whole.
+	Window tito.DeltaWindow
+	// windowOff is set once an audit found a windowed delta other than the whole render's: every later delta is
+	// rendered whole.
+	windowOff atomic.Bool
 }
 
 // Check reports a model that cannot serve calls.
@@ -126,6 +133,72 @@ func (m *Model) Delta(history, msgs []tito.Message, tools []json.RawMessage, cac
 		return nil, err
 	}
 	return m.Tokenizer.Encode(text, false), nil
+}
+
+// WindowDrift is a windowed delta that the audit found different from the whole render's.
+type WindowDrift struct {
+	Window          tito.DeltaWindow
+	Windowed, Whole string
+}
+
+// Error implements error.
+func (d *WindowDrift) Error() string {
+	return fmt.Sprintf("turn: delta window %v: the windowed delta %q differs from the whole render's %q (windows are off from now on)", d.Window, abbrevText(d.Windowed), abbrevText(d.Whole))
+}
+
+func abbrevText(s string) string {
+	if len(s) > 120 {
+		return s[:60] + "..." + s[len(s)-60:]
+	}
+	return s
+}
+
+// WindowLeavesOut returns how many of history's messages WindowDelta would leave out before msgs (0: it renders
+// whole).
+func (m *Model) WindowLeavesOut(history, msgs []tito.Message) int {
+	if m.windowOff.Load() || !m.Window.Enabled() {
+		return 0
+	}
+	for i := range msgs {
+		if msgs[i].Role != tito.RoleTool {
+			return 0
+		}
+	}
+	return m.Window.LeavesOut(history)
+}
+
+// WindowDelta is Delta rendered through the model's window (Window) while no audit has found it wrong. With audit,
+// a windowed delta is rendered whole too and compared: on a difference it returns the whole render's ids (the
+// trajectory stays exact), a *WindowDrift saying what differed, and turns the window off for every later delta.
+func (m *Model) WindowDelta(history, msgs []tito.Message, tools []json.RawMessage, cache *tito.MessageCache, lastStop int32, audit bool) ([]int32, *WindowDrift, error) {
+	o := m.RenderOptions(tools)
+	o.Messages = cache
+	if m.WindowLeavesOut(history, msgs) == 0 {
+		text, err := m.DeltaText(history, msgs, o, lastStop)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m.Tokenizer.Encode(text, false), nil, nil
+	}
+	o.Window = m.Window
+	text, err := m.DeltaText(history, msgs, o, lastStop)
+	if err != nil {
+		return nil, nil, err
+	}
+	var drift *WindowDrift
+	if audit {
+		o.Window = tito.DeltaWindow{}
+		whole, err := m.DeltaText(history, msgs, o, lastStop)
+		if err != nil {
+			return nil, nil, err
+		}
+		if whole != text {
+			drift = &WindowDrift{Window: m.Window, Windowed: text, Whole: whole}
+			m.windowOff.Store(true)
+			text = whole
+		}
+	}
+	return m.Tokenizer.Encode(text, false), drift, nil
 }
 
 // trimGeneratedStop drops from a delta the stop token the model generated when the template writes it as the
