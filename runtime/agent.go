@@ -205,9 +205,6 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	switch cfg.History {
 	case "", HistoryAsGenerated:
 	case HistoryAsDeployed:
-		if d.Model.Reasoning == family.ReasoningHarmony {
-			return nil, fmt.Errorf("runtime: agent %q: history %q is not supported for gpt-oss's harmony channels yet (the conversation keeps the analysis channel in its text): use %q", cfg.Name, cfg.History, HistoryAsGenerated)
-		}
 	default:
 		return nil, fmt.Errorf("runtime: agent %q: %q is not a history mode (use %q or %q)", cfg.Name, cfg.History, HistoryAsGenerated, HistoryAsDeployed)
 	}
@@ -1115,14 +1112,16 @@ func (e *episode) addMessageQuiet(m tito.Message) {
 // render shows (compaction, history "as-deployed"): its content is the text outside its tool calls (the template
 // writes the calls from tool_calls; the text as generated would write each call twice) and outside its reasoning
 // block, which goes to reasoning_content (the template decides whether to show it: Qwen3's keeps the reasoning of
-// turns after the last user message, DeepSeek-R1's drops it). A reply with malformed calls keeps its text as
-// generated: the error results answer calls that only the text has.
+// turns after the last user message, DeepSeek-R1's drops it). gpt-oss's harmony messages split by channel, as
+// SGLang's server returns them: analysis to reasoning_content (which its template reads as thinking), the final
+// answer (or a commentary preamble) to content, the call messages to tool_calls. A reply with malformed calls
+// keeps its text as generated: the error results answer calls that only the text has.
 func (e *episode) viewAssistant(r *turn.Result) {
 	if len(r.ParseErrors) > 0 || r.ParseErr != nil {
 		return
 	}
 	text := r.Text
-	if len(r.Calls) > 0 {
+	if len(r.Calls) > 0 && e.a.m.Reasoning != family.ReasoningHarmony { // harmony's normal text has lost its analysis
 		text = r.NormalText
 	}
 	v := &e.views[len(e.views)-1]
