@@ -1076,7 +1076,13 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.msgCache, e.lastStop)
+	hist := e.msgs
+	if e.a.m.Reasoning == family.ReasoningHarmony {
+		// gpt-oss's template refuses harmony markup in content: it reads a turn as SGLang's server returns it
+		// (viewAssistant). The delta is the template's tail after the history, the model's tokens stay as generated.
+		hist = e.views
+	}
+	ids, err := e.a.m.Delta(hist[:len(hist)-len(msgs)], msgs, e.a.toolSpecs, e.msgCache, e.lastStop)
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false

@@ -418,19 +418,19 @@ func TestAsDeployedFamilies(t *testing.T) {
 	}
 }
 
-// checkHarmonyViews fails when an assistant message that sample s records (those its prompt renders, and its
-// response) is not as SGLang's server returns a gpt-oss turn: harmony markup left in its content, its analysis
-// not in reasoning_content, a call turn with content as well as analysis (the template refuses both).
+// checkHarmonyViews fails when an assistant message that sample s's prompt renders is not as SGLang's server
+// returns a gpt-oss turn: harmony markup left in its content, its analysis not in reasoning_content, a call turn
+// with content as well as analysis (the template refuses both). (The sample's response keeps its text as generated.)
 func checkHarmonyViews(t *testing.T, s tito.Sample) {
 	t.Helper()
 	msgs, err := tito.DecodeMessages(s.Messages)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(msgs) <= s.PromptMessages {
-		t.Fatalf("sample %d records %d messages, its prompt renders %d: no response", s.Index, len(msgs), s.PromptMessages)
+	if len(msgs) <= s.PromptMessages || msgs[s.PromptMessages].Role != tito.RoleAssistant || !strings.Contains(msgs[s.PromptMessages].Content, "<|channel|>") {
+		t.Errorf("sample %d's response is not its harmony text as generated: %+v", s.Index, msgs[s.PromptMessages:])
 	}
-	for i, m := range msgs {
+	for i, m := range msgs[:s.PromptMessages] {
 		if m.Role != tito.RoleAssistant {
 			continue
 		}
@@ -447,7 +447,7 @@ func checkHarmonyViews(t *testing.T, s tito.Sample) {
 // later turn's prompt is the template's full render of the conversation as SGLang's server returns it (analysis in
 // reasoning_content, which the template reads as thinking and shows again for a call turn in the tool loop; the
 // call in tool_calls), so none extends the tokens as generated, and each sample is proven against the server's log
-// and the template (checkSamples).
+// and the template (checkSamples). As-generated, the same episode is one chain proven against the log.
 func TestAsDeployedGPTOSS(t *testing.T) {
 	const turns = 4
 	// The scripted policy counts assistant messages after the task: a harmony turn is two (its analysis and its
@@ -495,6 +495,18 @@ func TestAsDeployedGPTOSS(t *testing.T) {
 			}
 		}
 	}
+
+	// The same episode as-generated is one chain: each delta is the template's tail after the conversation as
+	// the template reads it (it refuses harmony markup in content), appended to the tokens as generated.
+	ac.History = config.HistoryAsGenerated
+	h = newModelHarness(t, ec, ac, m, emulator.WithScript(sc))
+	tr = h.agent.Run(context.Background(), runtime.Episode{ID: "harmony-gen", ItemID: "harmony", GroupID: "harmony",
+		Messages: []tito.Message{{Role: "user", Content: "[script:harmony] Three parts."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if tr.SampleCount() != 1 || tr.Turns() != turns {
+		t.Fatalf("as-generated: %d samples of %d turns, want one chain of %d", tr.SampleCount(), tr.Turns(), turns)
+	}
+	h.check(t, tr)
 }
 
 // decode decodes ids with special tokens kept.

@@ -95,23 +95,15 @@ type Result struct {
 	Calls       []abi.ToolCall
 	ParseErrors []abi.ParseError
 	NormalText  string
-
-	// harmony: the model's family writes gpt-oss's harmony channels (Message splits them).
-	harmony bool
 }
 
 // Length reports a turn cut short by max_new_tokens (or the context window: see Cut).
 func (r *Result) Length() bool { return r.Finish != nil && r.Finish.Type == sglang.FinishLength }
 
 // Message is the turn as the conversation records it: an assistant message with the text as generated (less
-// the final stop token) and the parsed tool calls. A gpt-oss turn is recorded by its harmony channels instead
-// (splitHarmony: the analysis in reasoning_content, the final answer or a preamble in content), as SGLang's server
-// returns it: its chat template refuses harmony markup in content, and reads the analysis as thinking.
+// the final stop token) and the parsed tool calls.
 func (r *Result) Message() tito.Message {
 	msg := tito.Message{Role: tito.RoleAssistant, Content: r.Text}
-	if r.harmony {
-		msg.ReasoningContent, msg.Content = splitHarmony(r.Text)
-	}
 	for _, c := range r.Calls {
 		msg.ToolCalls = append(msg.ToolCalls, tito.ToolCall{ID: c.ID, Type: "function",
 			Function: tito.FunctionCall{Name: c.Name, Arguments: json.RawMessage(c.Arguments)}})
@@ -237,7 +229,7 @@ func (m *Model) Call(ctx context.Context, traj *tito.Trajectory, req CallRequest
 		}
 	}
 	r := &Result{OutputIDs: turnIDs, Finish: fr, Cut: cut, Stop: m.endStop(turnIDs), Done: since,
-		InputTokens: input, CachedTokens: resp.MetaInfo.CachedTokens, harmony: m.Reasoning == family.ReasoningHarmony}
+		InputTokens: input, CachedTokens: resp.MetaInfo.CachedTokens}
 	r.Text = m.Decode(turnIDs)
 	if !r.Length() || req.ParseLength {
 		m.parse(ctx, r, req)
