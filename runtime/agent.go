@@ -1118,16 +1118,19 @@ func (e *episode) addMessageQuiet(m tito.Message) {
 // render shows (compaction, history "as-deployed"): its content is the text outside its tool calls (the template
 // writes the calls from tool_calls; the text as generated would write each call twice) and outside its reasoning
 // block, which goes to reasoning_content (the template decides whether to show it: Qwen3's keeps the reasoning of
-// turns after the last user message, DeepSeek-R1's drops it). gpt-oss's harmony messages split by channel, as
-// SGLang's server returns them: analysis to reasoning_content (which its template reads as thinking), the final
-// answer (or a commentary preamble) to content, the call messages to tool_calls. A reply with malformed calls
-// keeps its text as generated: the error results answer calls that only the text has.
+// turns after the last user message, DeepSeek-R1's drops it). A reply with malformed calls keeps its text as
+// generated: the error results answer calls that only the text has. gpt-oss's harmony messages split by channel,
+// as SGLang's server returns them: analysis to reasoning_content (which its template reads as thinking), the final
+// answer (or a commentary preamble) to content, the calls to tool_calls; a malformed call is left out (its template
+// refuses harmony markup in content, and the error answers as a user message), and the deltas of either history
+// are rendered from these views (appendResults).
 func (e *episode) viewAssistant(r *turn.Result) {
-	if len(r.ParseErrors) > 0 || r.ParseErr != nil {
+	harmony := e.a.m.Reasoning == family.ReasoningHarmony
+	if (len(r.ParseErrors) > 0 && !harmony) || r.ParseErr != nil {
 		return
 	}
 	text := r.Text
-	if len(r.Calls) > 0 && e.a.m.Reasoning != family.ReasoningHarmony { // harmony's normal text has lost its analysis
+	if len(r.Calls) > 0 && !harmony { // harmony's normal text has lost its analysis: its split drops the calls
 		text = r.NormalText
 	}
 	v := &e.views[len(e.views)-1]

@@ -509,6 +509,54 @@ func TestAsDeployedGPTOSS(t *testing.T) {
 	h.check(t, tr)
 }
 
+// TestAsDeployedGPTOSSMalformed: a gpt-oss call the parser refuses (a content type other than json) is answered by
+// the error as a user message; the turn is kept as SGLang's server returns it, its analysis in reasoning_content and
+// no tool call (the template refuses harmony markup in content), so both histories go on to the answer, proven
+// against the server's log.
+func TestAsDeployedGPTOSSMalformed(t *testing.T) {
+	final := "<|channel|>analysis<|message|>The calculator refused it.<|end|><|start|>assistant<|channel|>final<|message|>The answer is 14.<|return|>"
+	// The scripted policy counts the assistant messages the emulator reads in the prompt, which differ between the
+	// tokens as generated and the render: every later reply is the answer.
+	replies := []string{"<|channel|>analysis<|message|>Compute 2*7.<|end|><|start|>assistant<|channel|>commentary to=functions.calculator <|constrain|>yaml<|message|>{\"expression\":\"2*7\"}<|call|>", final, final, final, final, final}
+	line, err := json.Marshal(map[string]any{"key": "malformed", "replies": replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := emulator.ParseScript(bytes.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := familyModel(t, t, map[string]*tito.Model{}, "gpt-oss", "AGENTRT_GPTOSS_MODEL")
+	for _, history := range []string{config.HistoryAsGenerated, config.HistoryAsDeployed} {
+		t.Run(history, func(t *testing.T) {
+			ac := defaultAgent()
+			ac.Model, ac.Family, ac.Parser, ac.ChatTemplateKwargs, ac.History = m.Dir, "gpt-oss", "", nil, history
+			ec := emulator.DefaultConfig()
+			ec.Policy = emulator.PolicyScripted
+			h := newModelHarness(t, ec, ac, m, emulator.WithScript(sc))
+			tr := h.agent.Run(context.Background(), runtime.Episode{ID: "malformed", ItemID: "malformed", GroupID: "malformed",
+				Messages: []tito.Message{{Role: "user", Content: "[script:malformed] What is 2*7?"}}})
+			wantStatus(t, tr, runtime.StatusCompleted, "")
+			if ms := messages(t, tr); tr.Metrics["turns"] != 2 || !strings.HasSuffix(ms[len(ms)-1].Content, "The answer is 14.") {
+				t.Fatalf("%v turns, last message %+v; want the answer on the second", tr.Metrics["turns"], ms[len(ms)-1])
+			}
+			if history == config.HistoryAsGenerated {
+				h.check(t, tr)
+				return
+			}
+			h.checkSamples(t, tr)
+			s := tr.AllSamples()[1]
+			msgs, err := tito.DecodeMessages(s.Messages)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := msgs[s.PromptMessages-2]; a.Role != tito.RoleAssistant || a.Content != "" || a.ReasoningContent != "Compute 2*7." || a.ToolCalls != nil {
+				t.Errorf("the malformed turn is kept as %+v, want its analysis only", a)
+			}
+		})
+	}
+}
+
 // decode decodes ids with special tokens kept.
 func decode(m *tito.Model, ids []int32) string { return m.Tokenizer.Decode(ids, false) }
 
