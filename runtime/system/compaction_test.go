@@ -182,7 +182,8 @@ func TestCompactionNotNeeded(t *testing.T) {
 // sample's requests extend each other (the prefix invariant within the sample), a sample's first request sends its
 // first prompt with logprob_start_len -1, response segments are the served output_ids verbatim, each sample ends
 // on its last request + output, logprobs are the emulator's scoring function; and a later sample's first prompt is
-// the chat template's full render of its recorded messages[:prompt_messages] with the episode's tools.
+// the chat template's full render of its recorded messages[:prompt_messages] with the episode's tools; and the
+// drift audit covers every sample's responses.
 func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 	t.Helper()
 	if err := tr.Validate(); err != nil {
@@ -208,11 +209,16 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 		byRID[r.RID] = s
 	}
 	m := h.agent.Model()
+	responses := 0
 	for _, smp := range tr.AllSamples() {
 		var prev *served
 		for _, seg := range smp.Segments {
 			if seg.Kind != tito.KindResponse {
 				continue
+			}
+			responses++
+			if seg.Drift == nil {
+				t.Errorf("sample %d turn %d: the drift audit skipped the response", smp.Index, seg.Turn)
 			}
 			s := byRID[seg.Info.RID]
 			if s == nil {
@@ -258,6 +264,9 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 		if !equalIDs(m.Tokenizer.Encode(text, false), smp.TokenIDs[:first]) {
 			t.Errorf("sample %d: the first prompt is not the template's full render of its %d prompt messages", smp.Index, smp.PromptMessages)
 		}
+	}
+	if tr.Drift == nil || tr.Drift.Audited != responses {
+		t.Errorf("the drift audit's summary %+v does not cover the episode's %d responses", tr.Drift, responses)
 	}
 	for rid, s := range byRID {
 		if s.claims != 1 {
