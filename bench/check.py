@@ -9,7 +9,10 @@ check applies to both. For every trajectory it verifies:
               loss_mask is 1 exactly on response segments (0 on a sample marked "masked");
   verbatim    for each response segment, the log holds a /generate request whose input_ids are the trajectory
               up to that segment and whose output_ids are the segment, and that assistant message's text is the
-              response text as the server sent it; response logprobs are the server's output_token_logprobs;
+              response text as the server sent it (with --model: or, where the server's text left out special
+              tokens, as gpt-oss's harmony markup, the model's tokenizer's decode of output_ids with special tokens
+              kept, less a final special token, the stop); response logprobs are the server's
+              output_token_logprobs;
   prefix      consequently each request of an episode extends the previous request + its output, and the final
               trajectory is the last request's input_ids + output_ids; every logged /generate request is claimed
               by exactly one trajectory turn (no hidden retries or lost turns);
@@ -124,7 +127,7 @@ def normalise(t, skip=0):
     return out, texts, rids
 
 
-def check_one(t, index, used, skip=0):
+def check_one(t, index, used, skip=0, renderer=None):
     """Checks one chain (a trajectory, or one sample of a multi-sample one); returns (list of (recv_ns, sent_ns) per
     turn). Raises ValueError on a failure."""
     ids, mask, lps = t["token_ids"], t["loss_mask"], t["logprobs"]
@@ -167,7 +170,7 @@ def check_one(t, index, used, skip=0):
                              f"output_ids = trajectory[{off}:{off + n}]")
         r = recs[used[key]]
         used[key] += 1
-        if texts[k] != r["text"]:
+        if texts[k] != r["text"] and (renderer is None or texts[k] != renderer.response_text(ids[off:off + n])):
             raise ValueError(f"turn {k}: assistant message text differs from the response text the server sent")
         if r["olp"] is not None and r["olp"] != list(lps[off:off + n]):
             raise ValueError(f"turn {k}: response logprobs differ from the server's output_token_logprobs")
@@ -186,11 +189,21 @@ class Renderer:
     def __init__(self, model):
         from transformers import AutoTokenizer  # only with --model
         self.tok = AutoTokenizer.from_pretrained(model)
+        self.special = {i for i, t in self.tok.added_tokens_decoder.items() if t.special}
 
     def ids(self, messages, tools, kwargs):
         text = self.tok.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True, tokenize=False,
                                             **(kwargs or {}))
         return self.tok.encode(text, add_special_tokens=False)
+
+    def response_text(self, out):
+        """A response's text as agentrt records it: decoded with special tokens kept, less a final special token
+        (the stop token). The server's text skips special tokens (SGLang's default), which for gpt-oss leaves out
+        the harmony markup between its messages."""
+        out = list(out)
+        if out and out[-1] in self.special:
+            out = out[:-1]
+        return self.tok.decode(out, skip_special_tokens=False)
 
 
 def check_samples(t, index, used, renderer):
@@ -226,7 +239,7 @@ def check_samples(t, index, used, renderer):
             raise ValueError(f"sample {k}: parent {parent!r} is not an earlier sample of its episode")
         pm = s.get("prompt_messages", 0)
         try:
-            times.extend(check_one(s, index, used, skip=pm))
+            times.extend(check_one(s, index, used, skip=pm, renderer=renderer))
         except ValueError as e:
             raise ValueError(f"sample {k}: {e}") from None
         turns[ep] = turns.get(ep, 0) + sum(1 for g in s["segments"] if g["kind"] == "response")
@@ -269,7 +282,7 @@ def main():
                 samples += k
                 rendered += k - 1 if renderer is not None else 0
             else:
-                times = check_one(t, index, used)
+                times = check_one(t, index, used, renderer=renderer)
                 samples += 1
         except ValueError as e:
             failures.append(f"{a.trajs}:{lineno} ({t.get('id')}): {e}")

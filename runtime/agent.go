@@ -205,9 +205,6 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	switch cfg.History {
 	case "", HistoryAsGenerated:
 	case HistoryAsDeployed:
-		if d.Model.Reasoning == family.ReasoningHarmony {
-			return nil, fmt.Errorf("runtime: agent %q: history %q is not supported for gpt-oss's harmony channels yet (the conversation keeps the analysis channel in its text): use %q", cfg.Name, cfg.History, HistoryAsGenerated)
-		}
 	default:
 		return nil, fmt.Errorf("runtime: agent %q: %q is not a history mode (use %q or %q)", cfg.Name, cfg.History, HistoryAsGenerated, HistoryAsDeployed)
 	}
@@ -1093,7 +1090,13 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 	// The delta is rendered through the template's window (the messages it depends on); the episode's first
 	// windowed delta is rendered whole too and compared (the window audit): a difference keeps the whole render's
 	// delta, warns, and turns the window off for the agent.
-	history := e.msgs[:len(e.msgs)-len(msgs)]
+	hist := e.msgs
+	if e.a.m.Reasoning == family.ReasoningHarmony {
+		// gpt-oss's template refuses harmony markup in content: it reads a turn as SGLang's server returns it
+		// (viewAssistant). The delta is the template's tail after the history, the model's tokens stay as generated.
+		hist = e.views
+	}
+	history := hist[:len(hist)-len(msgs)]
 	audit := !e.windowAudited && e.a.m.WindowLeavesOut(history, msgs) > 0
 	ids, drift, err := e.a.m.WindowDelta(history, msgs, e.a.toolSpecs, e.msgCache, e.lastStop, audit)
 	if err != nil {
@@ -1139,13 +1142,18 @@ func (e *episode) addMessageQuiet(m tito.Message) {
 // writes the calls from tool_calls; the text as generated would write each call twice) and outside its reasoning
 // block, which goes to reasoning_content (the template decides whether to show it: Qwen3's keeps the reasoning of
 // turns after the last user message, DeepSeek-R1's drops it). A reply with malformed calls keeps its text as
-// generated: the error results answer calls that only the text has.
+// generated: the error results answer calls that only the text has. gpt-oss's harmony messages split by channel,
+// as SGLang's server returns them: analysis to reasoning_content (which its template reads as thinking), the final
+// answer (or a commentary preamble) to content, the calls to tool_calls; a malformed call is left out (its template
+// refuses harmony markup in content, and the error answers as a user message), and the deltas of either history
+// are rendered from these views (appendResults).
 func (e *episode) viewAssistant(r *turn.Result) {
-	if len(r.ParseErrors) > 0 || r.ParseErr != nil {
+	harmony := e.a.m.Reasoning == family.ReasoningHarmony
+	if (len(r.ParseErrors) > 0 && !harmony) || r.ParseErr != nil {
 		return
 	}
 	text := r.Text
-	if len(r.Calls) > 0 {
+	if len(r.Calls) > 0 && !harmony { // harmony's normal text has lost its analysis: its split drops the calls
 		text = r.NormalText
 	}
 	v := &e.views[len(e.views)-1]

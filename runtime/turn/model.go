@@ -233,8 +233,8 @@ func (m *Model) Decode(ids []int32) string {
 }
 
 // SplitReasoning separates a reply's reasoning block from its content, by the family's markup (<think> or
-// <seed:think>; other markups, gpt-oss's harmony channels among them, are left whole in content). A reply cut short
-// inside its reasoning is all reasoning.
+// <seed:think>, or gpt-oss's harmony channels: splitHarmony; other markups are left whole in content). A reply cut
+// short inside its reasoning is all reasoning.
 func SplitReasoning(r family.Reasoning, text string) (reasoning, content string) {
 	open, closeTag := "", ""
 	switch r {
@@ -242,6 +242,8 @@ func SplitReasoning(r family.Reasoning, text string) (reasoning, content string)
 		open, closeTag = "<think>", "</think>"
 	case family.ReasoningSeedThink:
 		open, closeTag = "<seed:think>", "</seed:think>"
+	case family.ReasoningHarmony:
+		return splitHarmony(text)
 	default:
 		return "", text
 	}
@@ -257,4 +259,38 @@ func SplitReasoning(r family.Reasoning, text string) (reasoning, content string)
 		before = before[j+len(open):]
 	}
 	return strings.TrimSpace(before), strings.TrimSpace(text[i+len(closeTag):])
+}
+
+// splitHarmony splits a gpt-oss reply (harmony messages, the first one continuing the generation prompt's
+// "<|start|>assistant") as SGLang's gpt-oss reasoning parser does: reasoning is the bodies of its analysis messages,
+// joined; content is the bodies of its other messages without a recipient (the final answer, a commentary
+// preamble), joined and trimmed; a message addressed to a tool ("to=functions.NAME", in its header) is a call,
+// which is neither. A body ends at <|end|>, <|call|> or <|return|> (or the text's end: a stop token is trimmed, or
+// the reply was cut short); a header without <|message|> (cut short) is dropped. Text without any harmony message
+// (a parser's normal text) is all content, as it is.
+func splitHarmony(text string) (reasoning, content string) {
+	const start, message = "<|start|>", "<|message|>"
+	if !strings.Contains(text, message) {
+		return "", text
+	}
+	var r, c strings.Builder
+	for _, m := range strings.Split(text, start) {
+		header, body, ok := strings.Cut(m, message)
+		if !ok {
+			continue
+		}
+		for _, end := range [...]string{"<|end|>", "<|call|>", "<|return|>"} {
+			if i := strings.Index(body, end); i >= 0 {
+				body = body[:i]
+			}
+		}
+		switch {
+		case strings.Contains(header, "to="):
+		case strings.Contains(header, "<|channel|>analysis"):
+			r.WriteString(body)
+		default:
+			c.WriteString(body)
+		}
+	}
+	return r.String(), strings.TrimSpace(c.String())
 }
