@@ -93,7 +93,9 @@ func (s *memStore) Emit(ctx context.Context, consumer, requestID string, f strea
 	return false, nil
 }
 
-func (s *memStore) Events(consumer string, f func(stream.EventFrame)) (func(), error) { return func() {}, nil }
+func (s *memStore) Events(consumer string, f func(stream.EventFrame)) (func(), error) {
+	return func() {}, nil
+}
 
 func (s *memStore) Outbox(ctx context.Context, consumer string) (stream.Outbox, error) {
 	return &memOutbox{s: s, consumer: consumer}, nil
