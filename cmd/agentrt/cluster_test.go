@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 // TestServeClusterKill9: three `agentrt serve` processes on loopback form a cluster (bus.mode = "cluster") over
@@ -90,8 +92,25 @@ func TestServeClusterKill9(t *testing.T) {
 		}
 		return true
 	}
-	// A quarter of the samples in, the work stream's leader dies.
-	consume(c, func() bool { return len(got) >= items*n/4 })
+	// The trainer reads an eighth through n1; once a quarter of the samples are stored (three quarters still to
+	// run, so every node holds claims), the work stream's leader dies.
+	consume(c, func() bool { return len(got) >= items*n/8 })
+	storedAll := func() int {
+		k := 0
+		for _, nd := range nodes {
+			k += nd.count("bus: stored")
+		}
+		return k
+	}
+	patience := time.NewTimer(testutil.Patience)
+	for storedAll() < items*n/4 {
+		select {
+		case <-progress:
+		case <-patience.C:
+			failf("waited %s for %d stored results, have %d", testutil.Patience, items*n/4, storedAll())
+		}
+	}
+	patience.Stop()
 	// A leader that steps down logs nothing; the last node to announce itself leads.
 	var victim *clusterNode
 	var last uint64
@@ -103,8 +122,8 @@ func TestServeClusterKill9(t *testing.T) {
 	if victim == nil {
 		failf("no node logged that it leads the work stream")
 	}
-	t.Logf("kill -9 of %s (work stream leader, meta leader %v) after %d of %d samples; trainer on %s",
-		victim.name, victim.isMetaLeader(), len(got), items*n, trainerNode.name)
+	t.Logf("kill -9 of %s (work stream leader, meta leader %v) with %d of %d samples stored, %d received; trainer on %s",
+		victim.name, victim.isMetaLeader(), storedAll(), items*n, len(got), trainerNode.name)
 	victim.kill9(t)
 	// The trainer moves to another live node (as behind a load balancer) and resumes from its last ack: what its
 	// old node had sent and not seen acked is offered again at once when that connection ends.
@@ -135,11 +154,18 @@ func TestServeClusterKill9(t *testing.T) {
 	if len(got) != items*n || done["status"] != "completed" || done["trajectories"].(float64) != items*n {
 		failf("got %d distinct samples, request_done %v", len(got), done)
 	}
+	reclaimed := 0
 	for _, nd := range nodes {
 		if nd.count("bus: stored") == 0 {
 			t.Errorf("%s stored no result: the samples did not spread over the nodes", nd.name)
 		}
-		t.Logf("%s stored %d results", nd.name, nd.count("bus: stored"))
+		if nd != victim {
+			reclaimed += nd.count("reclaimed")
+		}
+		t.Logf("%s stored %d results, ran %d samples on a later claim", nd.name, nd.count("bus: stored"), nd.count("reclaimed"))
+	}
+	if reclaimed == 0 {
+		t.Errorf("no surviving node ran a sample on a later claim: the killed node held none")
 	}
 	t.Logf("%d samples, %d redelivered and deduped, %d request_done", len(got), dups, dones)
 }
@@ -159,6 +185,9 @@ type clusterNode struct {
 
 // leaderSeq orders the leader announcements of all nodes.
 var leaderSeq atomic.Uint64
+
+// progress is kicked after every line a node logs.
+var progress = make(chan struct{}, 1)
 
 func (nd *clusterNode) leaderSince(stream string) uint64 {
 	nd.mu.Lock()
@@ -207,7 +236,14 @@ func (nd *clusterNode) scan(r *bufio.Reader, logf *os.File) {
 		if strings.Contains(line, `msg="bus: stored"`) {
 			nd.counts["bus: stored"]++
 		}
+		if strings.Contains(line, `msg="bus: claimed"`) && !strings.Contains(line, " delivery=1 ") {
+			nd.counts["reclaimed"]++
+		}
 		nd.mu.Unlock()
+		select {
+		case progress <- struct{}{}:
+		default:
+		}
 		if err != nil {
 			return
 		}
