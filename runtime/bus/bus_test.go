@@ -105,7 +105,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.fanOut(ctx, e.Revision()-1, ss); err != nil || n != 0 {
+	if n, err := b.fanOut(ctx, e.Revision()-1, ss, true); err != nil || n != 0 {
 		t.Fatalf("fan-out published again: %d stored, %v; want 0 (Nats-Msg-Id dedup)", n, err)
 	}
 	ws, err := b.js.Stream(ctx, WorkStream)
@@ -131,7 +131,7 @@ func TestSubmitIsIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := b.fanOut(ctx, rev, ss2[:2]); err != nil || n != 2 {
+	if n, err := b.fanOut(ctx, rev, ss2[:2], false); err != nil || n != 2 {
 		t.Fatalf("partial fan-out: %d, %v", n, err)
 	}
 	if out := submit(t, b, req2, ss2); !out.Duplicate || out.Stored != 4 {

@@ -104,7 +104,7 @@ func (b *Bus) Submit(ctx context.Context, req Request, samples []Sample) (Submit
 	} else if err != nil {
 		return out, fmt.Errorf("bus: submit %q: %w", req.ID, err)
 	}
-	n, err := b.fanOut(ctx, rev, samples)
+	n, err := b.fanOut(ctx, rev, samples, out.Duplicate)
 	out.Stored = n
 	if err != nil {
 		return out, fmt.Errorf("bus: submit %q: %w", req.ID, err)
@@ -120,26 +120,46 @@ func (b *Bus) Submit(ctx context.Context, req Request, samples []Sample) (Submit
 }
 
 // fanOut publishes one work item per sample and returns how many were new. The message id is the trajectory id
-// and the revision that created the request's record, so a request forgotten and submitted again is new.
-func (b *Bus) fanOut(ctx context.Context, rev uint64, samples []Sample) (int, error) {
-	stored := 0
+// and the revision that created the request's record, so a request forgotten and submitted again is new. The
+// items are published asynchronously and their acknowledgements awaited together (a request of 512 samples is one
+// round trip's worth of waiting, not 512). resume: the fan-out is being finished after a process died in the
+// middle of it; samples whose result is stored already are skipped.
+func (b *Bus) fanOut(ctx context.Context, rev uint64, samples []Sample, resume bool) (int, error) {
+	futures := make([]jetstream.PubAckFuture, 0, len(samples))
+	ids := make([]string, 0, len(samples))
 	for _, s := range samples {
-		// A sample whose result is stored already (a fan-out published again after the first one ran) is done.
-		if _, err := b.results.GetLastMsgForSubject(ctx, resultSubject(s.Consumer, s.Request, s.TrajectoryID)); err == nil {
-			continue
-		} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
-			return stored, err
+		if resume {
+			// A sample whose result is stored already (a fan-out published again after the first one ran) is done.
+			if _, err := b.results.GetLastMsgForSubject(ctx, resultSubject(s.Consumer, s.Request, s.TrajectoryID)); err == nil {
+				continue
+			} else if !errors.Is(err, jetstream.ErrMsgNotFound) {
+				return 0, err
+			}
 		}
 		body, err := json.Marshal(s)
 		if err != nil {
-			return stored, err
+			return 0, err
 		}
-		ack, err := b.js.Publish(ctx, workSubject(s.Consumer), body, jetstream.WithMsgID(s.TrajectoryID+"#"+strconv.FormatUint(rev, 10)), jetstream.WithExpectStream(WorkStream))
+		m := nats.NewMsg(workSubject(s.Consumer))
+		m.Data = body
+		f, err := b.js.PublishMsgAsync(m, jetstream.WithMsgID(s.TrajectoryID+"#"+strconv.FormatUint(rev, 10)), jetstream.WithExpectStream(WorkStream))
 		if err != nil {
-			return stored, fmt.Errorf("publish sample %q: %w", s.TrajectoryID, err)
+			return 0, fmt.Errorf("publish sample %q: %w", s.TrajectoryID, err)
 		}
-		if !ack.Duplicate {
-			stored++
+		futures = append(futures, f)
+		ids = append(ids, s.TrajectoryID)
+	}
+	stored := 0
+	for i, f := range futures {
+		select {
+		case ack := <-f.Ok():
+			if !ack.Duplicate {
+				stored++
+			}
+		case err := <-f.Err():
+			return stored, fmt.Errorf("publish sample %q: %w", ids[i], err)
+		case <-ctx.Done():
+			return stored, fmt.Errorf("publish sample %q: %w", ids[i], context.Cause(ctx))
 		}
 	}
 	return stored, nil
