@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/agentrt/agentrt/runtime/bus"
 	"github.com/agentrt/agentrt/runtime/config"
+	"github.com/nats-io/nats-server/v2/server"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -526,4 +529,92 @@ func checkManifest(t *testing.T, manifest string, nats natsFacts) error {
 		bad("terminationGracePeriodSeconds (%s) is not longer than runtime.toml server.shutdown_grace (%s)", grace, cfg.Server.ShutdownGrace)
 	}
 	return errors.Join(errs...)
+}
+
+// renderedFile is what the chart renders from the values (helm template; its header says how to make it again).
+func renderedFile() string { return "testdata/nats-chart-" + chartVersion + "-rendered.yaml" }
+
+// TestRenderedNATSConfig loads the nats.conf the chart renders from the values with nats-server's own config
+// parser, and checks that the servers it configures are the ones the agentrt manifest expects: JetStream on a file
+// store, the cluster's routes, max_payload, and the Service's name and client port.
+func TestRenderedNATSConfig(t *testing.T) {
+	values, rendered := read(t, natsValuesFile), read(t, renderedFile())
+	sum := sha256.Sum256([]byte(values))
+	if m := regexp.MustCompile(`sha256 ([0-9a-f]{64})`).FindStringSubmatch(rendered); m == nil || m[1] != hex.EncodeToString(sum[:]) {
+		t.Fatalf("%s was rendered from another %s (its sha256 is %x): render it again as its header says", renderedFile(), natsValuesFile, sum)
+	}
+	nats, err := checkValues(values, read(t, chartValuesFile()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(rendered))
+	var conf string
+	var svcOK bool
+	var sts object
+	for {
+		var o object
+		if err := dec.Decode(&o); err != nil {
+			if err.Error() == "EOF" {
+				break
+			}
+			t.Fatalf("%s: %v", renderedFile(), err)
+		}
+		switch o.Kind {
+		case "ConfigMap":
+			conf = o.Data["nats.conf"]
+		case "Service":
+			for _, p := range o.Spec.Ports {
+				svcOK = svcOK || (o.Metadata.Name == nats.service && p.Name == "nats" && p.Port == nats.port)
+			}
+		case "StatefulSet":
+			sts = o
+		}
+	}
+	if !svcOK {
+		t.Errorf("%s: no Service %q with port nats = %d (what the agentrt manifest's bus.url is checked against)", renderedFile(), nats.service, nats.port)
+	}
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas != nats.servers {
+		t.Errorf("%s: the StatefulSet runs %v servers, want %d", renderedFile(), sts.Spec.Replicas, nats.servers)
+	}
+	path := filepath.Join(t.TempDir(), "nats.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("SERVER_NAME", "nats-0") // the chart sets it from the pod's name
+	opts, err := server.ProcessConfigFile(path)
+	if err != nil {
+		t.Fatalf("nats-server refuses the rendered nats.conf: %v\n%s", err, conf)
+	}
+	if !opts.JetStream || opts.StoreDir == "" || opts.JetStreamMaxStore <= 0 || opts.JetStreamMaxMemory != 0 {
+		t.Errorf("rendered nats.conf: jetstream %v, store_dir %q, max_file_store %d, max_memory_store %d: want JetStream on a file store only",
+			opts.JetStream, opts.StoreDir, opts.JetStreamMaxStore, opts.JetStreamMaxMemory)
+	}
+	if len(opts.Routes) != nats.servers || opts.Cluster.Port == 0 {
+		t.Errorf("rendered nats.conf: %d routes, cluster port %d: want a route to each of %d servers", len(opts.Routes), opts.Cluster.Port, nats.servers)
+	}
+	if int64(opts.MaxPayload) != nats.maxPayload || opts.Port != nats.port {
+		t.Errorf("rendered nats.conf: max_payload %d, port %d; the values say %d and %d", opts.MaxPayload, opts.Port, nats.maxPayload, nats.port)
+	}
+	cfg, err := config.Parse(filepath.Join(t.TempDir(), "runtime.toml"), configMapTOML(t, read(t, agentrtFile)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if int64(cfg.Bus.MaxPayload) > int64(opts.MaxPayload) {
+		t.Errorf("the agentrt manifest's bus.max_payload %d is above the rendered servers' max_payload %d", cfg.Bus.MaxPayload, opts.MaxPayload)
+	}
+}
+
+// configMapTOML returns the runtime.toml of the manifest's ConfigMap.
+func configMapTOML(t *testing.T, manifest string) string {
+	t.Helper()
+	dec := yaml.NewDecoder(strings.NewReader(manifest))
+	for {
+		var o object
+		if err := dec.Decode(&o); err != nil {
+			t.Fatalf("%s: no ConfigMap with runtime.toml (%v)", agentrtFile, err)
+		}
+		if s, ok := o.Data["runtime.toml"]; o.Kind == "ConfigMap" && ok {
+			return s
+		}
+	}
 }

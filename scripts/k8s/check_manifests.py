@@ -12,7 +12,7 @@ import sys
 import yaml
 from kubernetes import client
 
-# kind -> (apiVersion, model): the kinds agentrt's manifests use.
+# kind -> (apiVersion, model): the kinds agentrt's manifest and the NATS chart's rendering use.
 KINDS = {
     "ConfigMap": ("v1", client.V1ConfigMap),
     "Secret": ("v1", client.V1Secret),
@@ -20,6 +20,7 @@ KINDS = {
     "Deployment": ("apps/v1", client.V1Deployment),
     "StatefulSet": ("apps/v1", client.V1StatefulSet),
     "PodDisruptionBudget": ("policy/v1", client.V1PodDisruptionBudget),
+    "Pod": ("v1", client.V1Pod),  # the NATS chart's `helm test` pod
 }
 
 

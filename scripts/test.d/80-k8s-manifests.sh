@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Validates deploy/k8s/agentrt.yaml against the Kubernetes API's schema (the official Python client's models,
-# scripts/k8s/check_manifests.py; no cluster needed), then shows the check refuses what it must: copies of the
+# Validates deploy/k8s/agentrt.yaml, and what the NATS Helm chart renders from deploy/k8s/nats-values.yaml
+# (deploy/testdata/nats-chart-*-rendered.yaml), against the Kubernetes API's schema (the official Python client's
+# models, scripts/k8s/check_manifests.py; no cluster needed), then shows the check refuses what it must: copies of the
 # manifest with an unknown field, a wrong type and a missing required field each fail. (deploy/k8s_test.go, in
 # `go test`, checks the same files against agentrt's config loader and the NATS Helm values.)
 set -euo pipefail
@@ -9,7 +10,7 @@ py=${AGENTRT_K8S_PYTHON:-${AGENTRT_CACHE:-$HOME/.cache/agentrt}/venv-k8s/bin/pyt
 [[ -x "$py" ]] || { echo "k8s-manifests: $py is missing: run scripts/setup.d/92-k8s-client.sh (make setup)" >&2; exit 1; }
 check="$root/scripts/k8s/check_manifests.py"
 manifest="$root/deploy/k8s/agentrt.yaml"
-"$py" "$check" "$manifest"
+"$py" "$check" "$manifest" "$root"/deploy/testdata/nats-chart-*-rendered.yaml
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
