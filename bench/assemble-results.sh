@@ -23,10 +23,10 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | chat template: first prompt with 3 tool specs <= 150 µs p50 | **met**: 9-44 µs median across six families (Qwen3 11.3 µs) | tito chat templates |
 | chat template: later-turn delta of a typical turn <= 25 µs p50 | **not met**: 33-37 µs median (best 29-33) where one render finds the cut (Qwen, Llama 3, GLM), 39-132 µs where two do (DeepSeek, Mistral, gpt-oss); was 43-179 µs | tito chat templates |
 | trajectory stream >= 5,000 trajectories/s of 4k tokens | **met on a quiet box**: 7,483-7,840/s with fsync, 11,038-11,499/s without (~1,460/s when the box was oversubscribed at load 17-20) | stream |
-| per-turn cost within 1.5x from 2k to 128k tokens of context | **not met (before, issue 25)**: 30 turns at a fixed ~2k vs ~118k context, CPU per turn 1.2 -> 6.4 ms (5.3x), overhead p50 0.85 -> 7.4 ms (8.7x) on a loaded box; what grows is the request body's encoding, the delta render and GC | long horizon |
+| per-turn cost within 1.5x from 2k to 128k tokens of context | **overhead p50 met in two runs of three, CPU not met**: 30 turns at a fixed ~2k vs ~118k context, after issue 25's phases 2-3 (kept request ids, kept message JSON, delta rendered through the template's window) CPU per turn 1.64-2.41x and overhead p50 1.42-1.63x, against 2.16-2.85x and 2.16-2.59x for main in the same back-to-back runs (first measured: 5.3x and 8.7x); what is left grows with the bytes sent (the 556 KB body, the kept-ids check) | long horizon |
 
 HDR
-  for f in agent-loop side-by-side long-horizon compaction sglang-wire routing stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template jsonw python-tool durability scale-out soak test-stress frontdoor outbound bounds viewer; do
+  for f in agent-loop side-by-side long-horizon compaction subagent sglang-wire routing stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template jsonw python-tool durability scale-out soak test-stress frontdoor outbound bounds viewer; do
     [[ -f "results/$f.md" ]] || continue
     echo
     echo "---"

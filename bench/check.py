@@ -9,7 +9,10 @@ check applies to both. For every trajectory it verifies:
               loss_mask is 1 exactly on response segments (0 on a sample marked "masked");
   verbatim    for each response segment, the log holds a /generate request whose input_ids are the trajectory
               up to that segment and whose output_ids are the segment, and that assistant message's text is the
-              response text as the server sent it; response logprobs are the server's output_token_logprobs;
+              response text as the server sent it (with --model: or, where the server's text left out special
+              tokens, as gpt-oss's harmony markup, the model's tokenizer's decode of output_ids with special tokens
+              kept, less a final special token, the stop); response logprobs are the server's
+              output_token_logprobs;
   prefix      consequently each request of an episode extends the previous request + its output, and the final
               trajectory is the last request's input_ids + output_ids; every logged /generate request is claimed
               by exactly one trajectory turn (no hidden retries or lost turns);
@@ -17,10 +20,13 @@ check applies to both. For every trajectory it verifies:
               real, and every other position equals the emulator's scoring function
               Logprob(traj[max(0,p-3):p], traj[p]) (sglang/emulator/logprob.go), bit for bit.
 
-A multi-sample trajectory (agentrt's "samples": an episode whose context was compacted) is checked sample by sample:
-each sample is a chain checked as above (every logged request still claimed by exactly one turn of one sample), the
-samples' first_turn count their turns, and with --model DIR each later sample's first prompt must equal the chat
-template's full render of its messages[:prompt_messages] with the trajectory's tools and chat_template_kwargs, as
+A multi-sample trajectory (agentrt's "samples": an episode whose context was compacted, or that ran sub-agents) is
+checked sample by sample: each sample is a chain checked as above (every logged request still claimed by exactly one
+turn of one sample), the samples' first_turn count the turns of their episode (the top-level one, or the sub-agent
+episode a sample names in "episode"), a parent is an earlier sample of the same episode (a sub-agent episode's first
+sample, reason "subagent": a later sample one level up), and with --model DIR each sample's first prompt but the
+top-level episode's first must equal the chat template's full render of its messages[:prompt_messages] with its
+tools (the sample's "tools", else the trajectory's) and the trajectory's chat_template_kwargs, as
 transformers' apply_chat_template writes it and the model's tokenizer encodes it (the reference libraries, not
 agentrt's renderer; needs transformers).
 
@@ -121,7 +127,7 @@ def normalise(t, skip=0):
     return out, texts, rids
 
 
-def check_one(t, index, used, skip=0):
+def check_one(t, index, used, skip=0, renderer=None):
     """Checks one chain (a trajectory, or one sample of a multi-sample one); returns (list of (recv_ns, sent_ns) per
     turn). Raises ValueError on a failure."""
     ids, mask, lps = t["token_ids"], t["loss_mask"], t["logprobs"]
@@ -164,7 +170,7 @@ def check_one(t, index, used, skip=0):
                              f"output_ids = trajectory[{off}:{off + n}]")
         r = recs[used[key]]
         used[key] += 1
-        if texts[k] != r["text"]:
+        if texts[k] != r["text"] and (renderer is None or texts[k] != renderer.response_text(ids[off:off + n])):
             raise ValueError(f"turn {k}: assistant message text differs from the response text the server sent")
         if r["olp"] is not None and r["olp"] != list(lps[off:off + n]):
             raise ValueError(f"turn {k}: response logprobs differ from the server's output_token_logprobs")
@@ -183,11 +189,21 @@ class Renderer:
     def __init__(self, model):
         from transformers import AutoTokenizer  # only with --model
         self.tok = AutoTokenizer.from_pretrained(model)
+        self.special = {i for i, t in self.tok.added_tokens_decoder.items() if t.special}
 
     def ids(self, messages, tools, kwargs):
         text = self.tok.apply_chat_template(messages, tools=tools or None, add_generation_prompt=True, tokenize=False,
                                             **(kwargs or {}))
         return self.tok.encode(text, add_special_tokens=False)
+
+    def response_text(self, out):
+        """A response's text as agentrt records it: decoded with special tokens kept, less a final special token
+        (the stop token). The server's text skips special tokens (SGLang's default), which for gpt-oss leaves out
+        the harmony markup between its messages."""
+        out = list(out)
+        if out and out[-1] in self.special:
+            out = out[:-1]
+        return self.tok.decode(out, skip_special_tokens=False)
 
 
 def check_samples(t, index, used, renderer):
@@ -199,22 +215,36 @@ def check_samples(t, index, used, renderer):
     for k in ("token_ids", "loss_mask", "segments"):
         if last[k] != t[k]:
             raise ValueError(f"the last sample's {k} is not the trajectory's")
-    times, turns = [], 0
+    times, turns = [], {}  # turns per episode ("" the top-level one)
+    if last.get("episode"):
+        raise ValueError("the last sample belongs to a sub-agent episode, not the top-level one")
     for k, s in enumerate(samples):
         if s.get("index") != k:
             raise ValueError(f"sample {k} has index {s.get('index')!r}")
-        if s.get("first_turn") != turns:
-            raise ValueError(f"sample {k}: first_turn {s.get('first_turn')!r}, the samples before it have {turns} turns")
-        if k > 0 and not (0 <= s.get("parent", -1) < k):
-            raise ValueError(f"sample {k}: parent {s.get('parent')!r} is not an earlier sample")
+        ep, depth, parent = s.get("episode", ""), s.get("depth", 0), s.get("parent", -1)
+        if (ep == "") != (depth == 0):
+            raise ValueError(f"sample {k}: episode {ep!r} at depth {depth!r}")
+        if s.get("first_turn") != turns.get(ep, 0):
+            raise ValueError(f"sample {k}: first_turn {s.get('first_turn')!r}, the samples of its episode before it "
+                             f"have {turns.get(ep, 0)} turns")
+        first = ep not in turns
+        if first and ep == "":
+            if parent != -1:
+                raise ValueError(f"sample {k}: the episode's first sample has parent {parent!r}")
+        elif first:
+            if s.get("reason") != "subagent" or not (k < parent < len(samples)) or samples[parent].get("depth", 0) != depth - 1:
+                raise ValueError(f"sample {k}: sub-agent episode {ep!r}'s first sample: reason {s.get('reason')!r}, "
+                                 f"parent {parent!r} (want \"subagent\", a later sample one level up)")
+        elif not (0 <= parent < k) or samples[parent].get("episode", "") != ep or s.get("reason") == "subagent":
+            raise ValueError(f"sample {k}: parent {parent!r} is not an earlier sample of its episode")
         pm = s.get("prompt_messages", 0)
         try:
-            times.extend(check_one(s, index, used, skip=pm))
+            times.extend(check_one(s, index, used, skip=pm, renderer=renderer))
         except ValueError as e:
             raise ValueError(f"sample {k}: {e}") from None
-        turns += sum(1 for g in s["segments"] if g["kind"] == "response")
-        if k > 0 and renderer is not None:
-            want = renderer.ids(s["messages"][:pm], t.get("tools"), t.get("chat_template_kwargs"))
+        turns[ep] = turns.get(ep, 0) + sum(1 for g in s["segments"] if g["kind"] == "response")
+        if not (ep == "" and parent == -1) and renderer is not None:
+            want = renderer.ids(s["messages"][:pm], s.get("tools") or t.get("tools"), t.get("chat_template_kwargs"))
             first = s["segments"][0]["length"]
             if list(s["token_ids"][:first]) != list(want):
                 p = next((i for i in range(min(first, len(want))) if s["token_ids"][i] != want[i]), min(first, len(want)))
@@ -252,7 +282,7 @@ def main():
                 samples += k
                 rendered += k - 1 if renderer is not None else 0
             else:
-                times = check_one(t, index, used)
+                times = check_one(t, index, used, renderer=renderer)
                 samples += 1
         except ValueError as e:
             failures.append(f"{a.trajs}:{lineno} ({t.get('id')}): {e}")

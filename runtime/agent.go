@@ -205,11 +205,11 @@ func NewAgent(cfg Settings, d Deps) (*Agent, error) {
 	switch cfg.History {
 	case "", HistoryAsGenerated:
 	case HistoryAsDeployed:
-		if d.Model.Reasoning == family.ReasoningHarmony {
-			return nil, fmt.Errorf("runtime: agent %q: history %q is not supported for gpt-oss's harmony channels yet (the conversation keeps the analysis channel in its text): use %q", cfg.Name, cfg.History, HistoryAsGenerated)
-		}
 	default:
 		return nil, fmt.Errorf("runtime: agent %q: %q is not a history mode (use %q or %q)", cfg.Name, cfg.History, HistoryAsGenerated, HistoryAsDeployed)
+	}
+	if err := checkSubAgents(cfg.Name, d.Tools); err != nil {
+		return nil, err
 	}
 	a := &Agent{cfg: cfg, d: d, m: d.Model, toolByFn: map[string]*ToolBinding{}, log: d.Logger}
 	if a.log == nil {
@@ -311,6 +311,8 @@ type Episode struct {
 	// firstPrompt, shared by the samples of one item (Item.Episodes), renders and tokenizes their identical
 	// first prompt once.
 	firstPrompt *sharedPrompt
+	// sub is set on a sub-agent's episode (subagent.go): its depth and turn budgets.
+	sub *subRun
 }
 
 // sharedPrompt is the first prompt of an item's samples: same messages, same agent, so the same ids.
@@ -328,6 +330,8 @@ type episode struct {
 	ids      *sglang.IDsCache // the trajectory's input_ids encoded, kept between calls
 	msgs     []tito.Message
 	msgCache *tito.MessageCache // msgs encoded for the template engine, kept between deltas
+	// windowAudited: a windowed delta of this episode was compared with the whole render's (once per episode)
+	windowAudited bool
 	// views are msgs as a full render shows them (a compaction renders them): an assistant message's content is the
 	// text outside its tool calls, which the template writes from tool_calls (msgs keeps the text as generated).
 	views []tito.Message
@@ -599,7 +603,7 @@ func (e *episode) summarize(ctx context.Context) (summary, bool) {
 	e.traj.DropPending()
 	out := summary{parent: len(e.traj.Samples), parentTurns: e.traj.Turns(), parentLen: e.traj.Len()}
 	prompt := append(slices.Clone(e.views), tito.Message{Role: tito.RoleUser, Content: request})
-	if !e.newSample(tito.SampleSummary, prompt, "rendering the summary request") {
+	if !e.takeSubTurn() || !e.newSample(tito.SampleSummary, prompt, "rendering the summary request") {
 		return out, false
 	}
 	if cp.MaskSummary {
@@ -746,7 +750,7 @@ func (e *episode) appendPrompt(ids []int32) bool {
 // reply short (the episode is truncated).
 func (e *episode) generate(ctx context.Context) (*turn.Result, bool) {
 	a := e.a
-	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop {
+	if _, stop := e.dispatch(ctx, &abi.Event{Event: abi.EventBeforeModelCall}); stop || !e.takeSubTurn() {
 		return nil, false
 	}
 	turnSeed := fmt.Sprintf("%s/%d", e.ep.ID, e.counts.ModelCalls+1) // the turn's ids are made once it is counted
@@ -846,6 +850,7 @@ type call struct {
 	result   abi.ToolResult
 	outcome  string        // ok, error, timeout, cancelled, unknown_tool, parse_error, env_error
 	took     time.Duration // the tool's wall time
+	sub      *subResult    // a sub-agent call's episode (subagent.go)
 }
 
 // handleResponse parses the model's response, records its message and returns the turn's calls (parse errors
@@ -904,7 +909,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 		envMu  sync.Mutex
 		envErr error // the first environment failure of the turn: it ends the episode
 	)
-	for _, c := range calls {
+	for i, c := range calls {
 		if c.parseErr != nil {
 			c.result = errorResult(parseErrorResult(*c.parseErr))
 			c.outcome = "parse_error"
@@ -941,7 +946,9 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 			cctx = withOutboundLog(cctx, &e.outbound, c.tc.Name)
 			var res abi.ToolResult
 			var err error
-			if et, ok := tb.Tool.(EpisodeTool); ok {
+			if st, ok := tb.Tool.(*SubAgent); ok {
+				res, err = e.runSubAgent(cctx, st, c, i)
+			} else if et, ok := tb.Tool.(EpisodeTool); ok {
 				res, err = et.CallEpisode(cctx, e.ep.ID, c.tc.Name, json.RawMessage(c.tc.Arguments))
 			} else {
 				res, err = tb.Tool.Call(cctx, c.tc.Name, json.RawMessage(c.tc.Arguments))
@@ -980,6 +987,7 @@ func (e *episode) runTools(ctx context.Context, calls []*call) bool {
 	}
 	wg.Wait()
 	e.waited += time.Since(t0)
+	e.addSubSamples(calls) // whatever happens next, the sub-episodes' samples are kept
 	if ctx.Err() != nil {
 		e.generateFailed(ctx, ctx.Err())
 		return false
@@ -1079,10 +1087,28 @@ func (e *episode) appendResults(ctx context.Context, calls []*call) bool {
 			return false
 		}
 	}
-	ids, err := e.a.m.Delta(e.msgs[:len(e.msgs)-len(msgs)], msgs, e.a.toolSpecs, e.msgCache, e.lastStop)
+	// The delta is rendered through the template's window (the messages it depends on); the episode's first
+	// windowed delta is rendered whole too and compared (the window audit): a difference keeps the whole render's
+	// delta, warns, and turns the window off for the agent.
+	hist := e.msgs
+	if e.a.m.Reasoning == family.ReasoningHarmony {
+		// gpt-oss's template refuses harmony markup in content: it reads a turn as SGLang's server returns it
+		// (viewAssistant). The delta is the template's tail after the history, the model's tokens stay as generated.
+		hist = e.views
+	}
+	history := hist[:len(hist)-len(msgs)]
+	audit := !e.windowAudited && e.a.m.WindowLeavesOut(history, msgs) > 0
+	ids, drift, err := e.a.m.WindowDelta(history, msgs, e.a.toolSpecs, e.msgCache, e.lastStop, audit)
 	if err != nil {
 		e.finish(StatusFailed, ReasonTemplate, fmt.Sprintf("rendering tool results: %v", err))
 		return false
+	}
+	if audit {
+		e.windowAudited = true
+		if drift != nil {
+			e.warnings = append(e.warnings, drift.Error())
+			e.a.log.Warn("delta window audit failed", "agent", e.a.cfg.Name, "episode", e.ep.ID, "err", drift)
+		}
 	}
 	return e.appendPrompt(ids)
 }
@@ -1116,13 +1142,18 @@ func (e *episode) addMessageQuiet(m tito.Message) {
 // writes the calls from tool_calls; the text as generated would write each call twice) and outside its reasoning
 // block, which goes to reasoning_content (the template decides whether to show it: Qwen3's keeps the reasoning of
 // turns after the last user message, DeepSeek-R1's drops it). A reply with malformed calls keeps its text as
-// generated: the error results answer calls that only the text has.
+// generated: the error results answer calls that only the text has. gpt-oss's harmony messages split by channel,
+// as SGLang's server returns them: analysis to reasoning_content (which its template reads as thinking), the final
+// answer (or a commentary preamble) to content, the calls to tool_calls; a malformed call is left out (its template
+// refuses harmony markup in content, and the error answers as a user message), and the deltas of either history
+// are rendered from these views (appendResults).
 func (e *episode) viewAssistant(r *turn.Result) {
-	if len(r.ParseErrors) > 0 || r.ParseErr != nil {
+	harmony := e.a.m.Reasoning == family.ReasoningHarmony
+	if (len(r.ParseErrors) > 0 && !harmony) || r.ParseErr != nil {
 		return
 	}
 	text := r.Text
-	if len(r.Calls) > 0 {
+	if len(r.Calls) > 0 && !harmony { // harmony's normal text has lost its analysis: its split drops the calls
 		text = r.NormalText
 	}
 	v := &e.views[len(e.views)-1]

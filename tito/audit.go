@@ -26,9 +26,10 @@ type DriftSummary struct {
 	DriftedTokens int `json:"drifted_tokens"` // tokens in the drifted segments
 }
 
-// Audit runs the drift audit over every response segment, records the result in each segment and in
-// t.Drift, and returns the summary. It never changes a token. A nil codec does nothing. Running Audit again
-// re-audits every segment.
+// Audit runs the drift audit over every response segment of every sample (a multi-sample episode's earlier
+// samples and its own chain), records the result in each segment and in t.Drift (the summary of all samples), and
+// returns the summary. It never changes a token. A nil codec does nothing. Running Audit again re-audits every
+// segment.
 func (t *Trajectory) Audit(c Codec) DriftSummary {
 	if c == nil {
 		if t.Drift != nil {
@@ -37,24 +38,32 @@ func (t *Trajectory) Audit(c Codec) DriftSummary {
 		return DriftSummary{}
 	}
 	var sum DriftSummary
-	for k := range t.Segments {
-		s := &t.Segments[k]
-		if s.Kind != KindResponse || s.Offset < 0 || s.Length < 0 || s.Offset+s.Length > len(t.TokenIDs) {
+	for i := range t.Samples {
+		auditSegments(c, t.Samples[i].TokenIDs, t.Samples[i].Segments, &sum)
+	}
+	auditSegments(c, t.TokenIDs, t.Segments, &sum)
+	t.Drift = &sum
+	return sum
+}
+
+// auditSegments audits the response segments of one chain (ids and its segments), adding to sum.
+func auditSegments(c Codec, ids []int32, segs []Segment, sum *DriftSummary) {
+	for k := range segs {
+		s := &segs[k]
+		if s.Kind != KindResponse || s.Offset < 0 || s.Length < 0 || s.Offset+s.Length > len(ids) {
 			continue
 		}
-		ids := t.TokenIDs[s.Offset : s.Offset+s.Length]
-		re := c.Encode(c.Decode(ids, false), false)
-		d := &SegmentDrift{Canonical: slices.Equal(ids, re), ReencodedLength: len(re), FirstDiff: -1}
+		out := ids[s.Offset : s.Offset+s.Length]
+		re := c.Encode(c.Decode(out, false), false)
+		d := &SegmentDrift{Canonical: slices.Equal(out, re), ReencodedLength: len(re), FirstDiff: -1}
 		if !d.Canonical {
-			d.FirstDiff = idsFirstDiff(ids, re)
+			d.FirstDiff = idsFirstDiff(out, re)
 			sum.Drifted++
-			sum.DriftedTokens += len(ids)
+			sum.DriftedTokens += len(out)
 		}
 		s.Drift = d
 		sum.Audited++
 	}
-	t.Drift = &sum
-	return sum
 }
 
 // DriftCount returns how many response segments the last Audit found not canonical (0 if never audited).

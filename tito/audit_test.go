@@ -66,6 +66,30 @@ func TestAudit(t *testing.T) {
 			}
 		})
 	}
+	// A multi-sample episode: the audit covers every sample's responses, the earlier samples' too (the drifted
+	// response here is in the first sample), and the summary counts them all; JSON keeps each sample's audit.
+	t.Run("every sample", func(t *testing.T) {
+		tr := NewTrajectory()
+		prompt := tk.Encode("<|im_start|>user\nq<|im_end|>\n<|im_start|>assistant\n", false)
+		mustNoErr(t, tr.AppendPrompt(prompt))
+		mustNoErr(t, tr.AppendResponse(trResponse(tr, split)))
+		mustNoErr(t, tr.NewSample(SampleCompaction, json.RawMessage(`[]`)))
+		mustNoErr(t, tr.AppendPrompt(prompt))
+		mustNoErr(t, tr.AppendResponse(trResponse(tr, canonical)))
+		want := DriftSummary{Audited: 2, Drifted: 1, DriftedTokens: len(split)}
+		if got := tr.Audit(tk); got != want {
+			t.Errorf("Audit = %+v, want %+v", got, want)
+		}
+		b, err := json.Marshal(tr)
+		mustNoErr(t, err)
+		var back Trajectory
+		mustNoErr(t, json.Unmarshal(b, &back))
+		all := back.AllSamples()
+		if len(all) != 2 || all[0].Segments[1].Drift == nil || all[0].Segments[1].Drift.Canonical ||
+			all[1].Segments[1].Drift == nil || !all[1].Segments[1].Drift.Canonical || back.DriftCount() != 1 {
+			t.Errorf("the samples' audit is not in the JSON: %s", b)
+		}
+	})
 	t.Run("nil codec", func(t *testing.T) {
 		tr := NewTrajectory()
 		if s := tr.Audit(nil); s != (DriftSummary{}) || tr.Drift != nil || tr.DriftCount() != 0 {

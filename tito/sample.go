@@ -17,6 +17,9 @@ const (
 	SampleSummary = "summary"
 	// SampleAsDeployed: history "as-deployed": the turn's prompt is the full render of the conversation so far.
 	SampleAsDeployed = "as_deployed"
+	// SampleSubAgent: the first sample of a sub-agent's episode (a tool that runs another agent on a sub-task,
+	// docs/PROTOCOL.md section 7): Parent is the sample whose response made the call.
+	SampleSubAgent = "subagent"
 )
 
 // SampleOrigin says where one sample of a multi-sample episode came from (docs/PROTOCOL.md section 7).
@@ -40,6 +43,14 @@ type SampleOrigin struct {
 	// Masked says the sample's response tokens have loss mask 0 (MaskResponses: a summary call the agent does not
 	// train on); their logprobs are kept. The declared exception to "loss mask 1 on response tokens".
 	Masked bool `json:"masked,omitempty"`
+	// Episode names the sub-agent episode the sample belongs to ("" for the top-level episode's own samples): its
+	// model calls' rids are Episode + "." + call, and its first_turn counts that episode's calls. Agent is the
+	// sub-agent's name, CallID the parent's tool call that ran it, Depth how many sub-agent calls deep it is (0 for
+	// the top-level episode). See subsample.go.
+	Episode string `json:"episode,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	CallID  string `json:"call_id,omitempty"`
+	Depth   int    `json:"depth,omitempty"`
 }
 
 // Sample is a finished sample of a multi-sample episode: one prefix chain (token ids, loss mask, logprobs,
@@ -52,6 +63,8 @@ type Sample struct {
 	WeightVersions []WeightSpan    `json:"weight_versions,omitempty"`
 	Segments       []Segment       `json:"segments"`
 	Messages       json.RawMessage `json:"messages"`
+	// Tools are the tool specs the sample's prompts render, when they are not the trajectory's (a sub-agent's).
+	Tools []json.RawMessage `json:"tools,omitempty"`
 }
 
 // chain returns the sample as a one-chain trajectory sharing its slices, for the chain checks.
@@ -74,7 +87,7 @@ func (t *Trajectory) SampleCount() int { return len(t.Samples) + 1 }
 func (t *Trajectory) CurrentSample() Sample {
 	o := t.Origin
 	o.Index = len(t.Samples)
-	if len(t.Samples) == 0 {
+	if o.Reason == "" { // the episode's first sample (sub-agents' samples may be listed before it)
 		o.Parent = -1
 	}
 	return Sample{SampleOrigin: o, TokenIDs: t.TokenIDs, LossMask: t.LossMask, Logprobs: t.Logprobs,
@@ -146,17 +159,24 @@ func (t *Trajectory) MaskResponses() int {
 }
 
 // validateSamples checks the earlier samples of a multi-sample episode: each is a valid chain that ends in a
-// response, and the origins are consistent (indexes in order, a parent before its child, a branch inside the
-// parent, first turns that count the responses before them).
+// response, and the origins are consistent (indexes in order; first turns that count the responses of the samples
+// of the same episode before them; a parent before its child within an episode, a branch inside the parent; a
+// sub-agent episode's first sample linked to a later sample one level up, the one whose call ran it; the last
+// sample the top-level episode's).
 func (t *Trajectory) validateSamples() error {
 	if len(t.Samples) == 0 {
 		return nil
 	}
 	all := t.AllSamples()
-	turns := 0
+	turns := map[string]int{} // per episode: the responses of its samples so far
+	seen := map[string]bool{} // episodes whose first sample was seen
+	chains := make([]*Trajectory, len(all))
+	for k := range all {
+		chains[k] = all[k].chain()
+	}
 	for k := range all {
 		s := &all[k]
-		c := s.chain()
+		c := chains[k]
 		if k < len(all)-1 {
 			if err := c.Validate(); err != nil {
 				return fmt.Errorf("sample %d: %w", k, err)
@@ -168,24 +188,48 @@ func (t *Trajectory) validateSamples() error {
 		if s.Index != k {
 			return invariantErr(ErrSequence, -1, -1, "sample %d has index %d", k, s.Index)
 		}
-		if s.FirstTurn != turns {
-			return invariantErr(ErrSequence, -1, -1, "sample %d has first_turn %d, the samples before it have %d responses", k, s.FirstTurn, turns)
+		if (s.Episode == "") != (s.Depth == 0) || s.Depth < 0 {
+			return invariantErr(ErrSequence, -1, -1, "sample %d: episode %q at depth %d (a sub-agent's samples name their episode, at depth >= 1)", k, s.Episode, s.Depth)
 		}
-		if k == 0 {
+		if k == len(all)-1 && s.Episode != "" {
+			return invariantErr(ErrSequence, -1, -1, "the last sample belongs to sub-agent episode %q, not the top-level episode", s.Episode)
+		}
+		if s.FirstTurn != turns[s.Episode] {
+			return invariantErr(ErrSequence, -1, -1, "sample %d has first_turn %d, the samples of its episode before it have %d responses", k, s.FirstTurn, turns[s.Episode])
+		}
+		first := !seen[s.Episode]
+		seen[s.Episode] = true
+		switch {
+		case first && s.Episode == "":
 			if s.Parent != -1 {
-				return invariantErr(ErrSequence, -1, -1, "sample 0 has parent %d, want -1", s.Parent)
+				return invariantErr(ErrSequence, -1, -1, "sample %d has parent %d, want -1 (the episode's first)", k, s.Parent)
 			}
-		} else {
-			if s.Parent < 0 || s.Parent >= k {
-				return invariantErr(ErrSequence, -1, -1, "sample %d has parent %d, want one of the samples before it", k, s.Parent)
+		case first:
+			if s.Reason != SampleSubAgent {
+				return invariantErr(ErrSequence, -1, -1, "sample %d is sub-agent episode %q's first but its reason is %q", k, s.Episode, s.Reason)
 			}
-			p := all[s.Parent].chain()
+			if s.Parent <= k || s.Parent >= len(all) || all[s.Parent].Depth != s.Depth-1 {
+				return invariantErr(ErrSequence, -1, -1, "sample %d (sub-agent episode %q) has parent %d, want a later sample one level up", k, s.Episode, s.Parent)
+			}
+			if s.BranchTurn < 1 {
+				return invariantErr(ErrSequence, -1, -1, "sample %d (sub-agent episode %q) branches at turn %d: a call needs a response", k, s.Episode, s.BranchTurn)
+			}
+		default:
+			if s.Reason == SampleSubAgent {
+				return invariantErr(ErrSequence, -1, -1, "sample %d has reason %q but is not its episode's first", k, s.Reason)
+			}
+			if s.Parent < 0 || s.Parent >= k || all[s.Parent].Episode != s.Episode {
+				return invariantErr(ErrSequence, -1, -1, "sample %d has parent %d, want one of the samples of its episode before it", k, s.Parent)
+			}
+		}
+		if s.Parent >= 0 {
+			p := chains[s.Parent]
 			if s.BranchOffset < 0 || s.BranchOffset > len(p.TokenIDs) || s.BranchTurn < 0 || s.BranchTurn > p.turns {
 				return invariantErr(ErrSequence, -1, -1, "sample %d branches at token %d, turn %d: outside its parent (%d tokens, %d turns)",
 					k, s.BranchOffset, s.BranchTurn, len(p.TokenIDs), p.turns)
 			}
 		}
-		turns += c.turns
+		turns[s.Episode] += c.turns
 	}
 	return nil
 }

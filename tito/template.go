@@ -80,6 +80,12 @@ type RenderOptions struct {
 	// render to the next, so that a render writes only the messages the last one did not have. The text is the
 	// same with it or without.
 	Messages *MessageCache
+	// Window, if enabled, makes RenderDelta render new messages that are all tool results after only the history's
+	// messages that the window keeps (FindDeltaWindow finds a template's exact window). A new user message is
+	// rendered after the whole history: it can change which earlier turn a template takes for the last query
+	// (Qwen3's last_query_index), and so how it writes the history, which only the whole render shows
+	// (ErrHistoryDependsOnNew). Other renders ignore it.
+	Window DeltaWindow
 }
 
 // TemplateOption configures NewChatTemplate.
@@ -706,6 +712,9 @@ func (t *ChatTemplate) RenderDelta(history, newMsgs []Message, o RenderOptions) 
 	first := &newMsgs[0]
 	if first.Parts != nil || !slices.ContainsFunc(first.fields(), func(f kv) bool { return f.key == "content" && f.str != nil }) {
 		return "", errors.New("tito: render delta: the first new message needs text content (the history's end is found by it)")
+	}
+	if o.Window.Enabled() && toolResults(newMsgs) {
+		history, _ = o.Window.apply(history)
 	}
 	all := slices.Concat(history, newMsgs)
 	msgs, err := o.encode(all)

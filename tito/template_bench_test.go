@@ -200,8 +200,9 @@ func longConversation(words int) (history, newMsgs []Message) {
 // (Qwen3, thinking on, two tools) at ~2k and ~118k tokens of context: what a turn costs in the template as the
 // context grows; whole writes every message's JSON for the engine, cached keeps them in a MessageCache (as the
 // agent loop does), so that a turn writes only its last two messages (the model's call and its result: two
-// conversations that differ there take turns). Compare ctx=2k and ctx=118k in one run (and encode-*, the
-// messages' JSON alone).
+// conversations that differ there take turns), windowed also renders through the template's delta window (as the
+// agent loop does: the system prompt, the model's call and its result). Compare ctx=2k and ctx=118k in one run
+// (and encode-*, the messages' JSON alone).
 func BenchmarkRenderDeltaLongContext(b *testing.B) {
 	tpl := familyBenchTemplate(b, "qwen3")
 	for _, c := range []struct {
@@ -216,11 +217,18 @@ func BenchmarkRenderDeltaLongContext(b *testing.B) {
 		other[len(other)-1] = last
 		otherNew[0].Content = "4"
 		turns := [2][2][]Message{{history, newMsgs}, {other, otherNew}}
-		for _, mode := range []string{"whole", "cached"} {
+		for _, mode := range []string{"whole", "cached", "windowed"} {
 			b.Run(c.name+"/"+mode, func(b *testing.B) {
 				o := RenderOptions{Tools: benchTools()[:2], AddGenerationPrompt: true, Kwargs: map[string]any{"enable_thinking": true}}
-				if mode == "cached" {
+				if mode != "whole" {
 					o.Messages = new(MessageCache)
+				}
+				if mode == "windowed" {
+					w, err := tpl.FindDeltaWindow(o)
+					if err != nil {
+						b.Fatal(err)
+					}
+					o.Window = w
 				}
 				b.ReportAllocs()
 				i := 0

@@ -162,7 +162,7 @@ type Trajectory struct {
 	Provenance map[string]any     `json:"provenance"`
 	Metrics    map[string]float64 `json:"metrics,omitempty"`
 	Warnings   []string           `json:"warnings,omitempty"`
-	// Drift summarises the drift audit (nil until Audit runs).
+	// Drift summarises the drift audit of every sample's responses (nil until Audit runs).
 	Drift *DriftSummary `json:"drift,omitempty"`
 	// Tools are the tool specs every sample's prompt renders; written only for a multi-sample episode, whose later
 	// samples' first prompts are full renders (SampleOrigin.PromptMessages).

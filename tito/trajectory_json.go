@@ -250,6 +250,13 @@ func appendSample(b []byte, s *Sample) ([]byte, error) {
 	b = append(b, raw...)
 	b = append(b, `,"messages":`...)
 	b = append(b, rawOrNull(s.Messages)...)
+	if len(s.Tools) > 0 {
+		if raw, err = json.Marshal(s.Tools); err != nil {
+			return nil, err
+		}
+		b = append(b, `,"tools":`...)
+		b = append(b, raw...)
+	}
 	return append(b, '}'), nil
 }
 

@@ -32,7 +32,7 @@ func runEmulate(ctx context.Context, args []string, io stdio) int {
 	nonCanonical := fs.Float64("noncanonical-rate", 0, "fraction of replies with a non-canonical tokenization")
 	malformed := fs.Float64("malformed-rate", 0, "fraction of tool-calling replies with a malformed tool call")
 	wrong := fs.Float64("wrong-answer-rate", 0, "fraction of final answers that misreport the last tool result (so a correctness reward varies within a group)")
-	think := fs.Float64("think-rate", 0, "fraction of agentic replies that open with a <think> block (ChatML, DeepSeek)")
+	think := fs.Float64("think-rate", 0, "fraction of agentic replies that open with a <think> block (ChatML, DeepSeek) or an analysis message (gpt-oss)")
 	thinkWords := fs.Int("think-words", 0, "filler words in each <think> block, for long outputs (0: one sentence)")
 	ctxLen := fs.Int("context-length", def.ContextLength, "context length (max_model_len)")
 	maxRunning := fs.Int("max-running-requests", 0, "requests generating at once; the rest queue (0: unlimited)")

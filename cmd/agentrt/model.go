@@ -140,6 +140,9 @@ func printCheck(w io.Writer, m *tito.Model, d family.Detection, r *family.Report
 			fmt.Fprintf(tw, "history:\t%s\n", r.History)
 		}
 		fmt.Fprintf(tw, "end of turn:\t%s\n", endOfTurnRule(m, p))
+		if r.WindowDetail != "" {
+			fmt.Fprintf(tw, "delta window:\t%s\n", r.WindowDetail)
+		}
 		for i, k := range p.Kwargs {
 			label := ""
 			if i == 0 {

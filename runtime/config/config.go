@@ -208,6 +208,10 @@ type Plugin struct {
 	// HTTP grants a sandboxed plugin outbound HTTP through agentrt_v1.http_request (plugins/ABI.md 3.1): allowed
 	// hosts, methods, timeout, body caps, requests per episode and per second, headers from env vars.
 	HTTP *outbound.Grant `toml:"http"`
+	// Agent makes a tool entry a sub-agent: a tool that runs another [[agent]] on a sub-task (SubAgent):
+	// `agent = { name = "coder", max_depth = 1, max_turns = 16, max_tokens = 8192 }`; nothing else in the entry
+	// but timeout, which bounds the whole sub-episode (default: the agent's tool_timeout).
+	Agent *SubAgent `toml:"agent"`
 }
 
 // Command is a WASI command tool: how a call's arguments become the program's argv and stdin. Templates
@@ -484,6 +488,9 @@ func (c *Config) Validate() error {
 		}
 		rewards := 0
 		for _, p := range a.Tools {
+			if p.Agent != nil {
+				continue // validateSubAgents, once every agent is known
+			}
 			if p.Env != nil {
 				if p.Plugin != "" || p.Command != nil || p.MCP != nil {
 					return &FieldError{"agent.tools.env", fmt.Sprintf("agent %q: an env tool entry takes no plugin, command or mcp table", a.Name)}
@@ -545,7 +552,7 @@ func (c *Config) Validate() error {
 			}
 		}
 	}
-	return nil
+	return c.validateSubAgents()
 }
 
 // validateHTTP checks an http grant: only sandboxed plugin files take one, and it must be a valid grant (its

@@ -184,6 +184,7 @@ func CheckModel(m *tito.Model, tmpl *tito.ChatTemplate, name, parser string, kwa
 	st := SelfTest(SelfTestInput{Model: m, Template: tmpl, Profile: d.Profile, Parser: parser, Parse: parse, Kwargs: kwargs})
 	r.Checks = append(r.Checks, st.Checks...)
 	r.History, r.HistoryRewritten = st.History, st.HistoryRewritten
+	r.Window, r.WindowDetail = st.Window, st.WindowDetail
 	return d, r
 }
 

@@ -91,6 +91,11 @@ type Report struct {
 	History string
 	// HistoryRewritten reports that the probe found reasoning dropped somewhere.
 	HistoryRewritten bool
+	// Window is the template's delta window (tito.ChatTemplate.FindDeltaWindow with the agent's kwargs), found
+	// once every check passed: the agent loop renders tool results after only the messages it keeps. The zero
+	// value (the whole conversation) when none is exact; WindowDetail then says why.
+	Window       tito.DeltaWindow
+	WindowDetail string
 }
 
 // Err returns nil when every check passed, else an error naming the family and the first failed check.
@@ -200,7 +205,17 @@ func SelfTest(in SelfTestInput) *Report {
 	if p.Reasoning != ReasoningNone && p.Reasoning != "" {
 		r.History, r.HistoryRewritten = historyProbe(tmpl, opts, first, rounds[0])
 	}
+	r.Window, r.WindowDetail = deltaWindow(tmpl, in.Kwargs)
 	return r
+}
+
+// deltaWindow finds the template's delta window and says what it is (or why there is none).
+func deltaWindow(tmpl *tito.ChatTemplate, kwargs map[string]any) (tito.DeltaWindow, string) {
+	w, err := tmpl.FindDeltaWindow(tito.RenderOptions{Kwargs: kwargs})
+	if err != nil {
+		return w, fmt.Sprintf("whole conversation on every turn: %v", err)
+	}
+	return w, fmt.Sprintf("tool results rendered after the history's %v messages (the same deltas as whole renders, turn by turn, on long tool conversations)", w)
 }
 
 // historyProbe renders an earlier assistant turn with reasoning (reasoning_content, which transformers also passes

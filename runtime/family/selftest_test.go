@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/agentrt/agentrt/tito"
 )
 
 // selfTestWant is what the self-test says today for each reference family, for every kwargs variant of
@@ -168,5 +170,17 @@ func TestHistoryProbe(t *testing.T) {
 	// A family without reasoning markup is not probed.
 	if _, r := CheckModel(loadRef(t, "qwen2.5"), nil, "", "", fams["qwen2.5"].Variants[0], nil); r.History != "" {
 		t.Errorf("qwen2.5: history %q, want none (no reasoning markup)", r.History)
+	}
+}
+
+// The self-test finds the template's delta window (the messages tool results are rendered after): Qwen3's needs
+// the first message and the model's last turn; the report says so.
+func TestSelfTestDeltaWindow(t *testing.T) {
+	_, r := CheckModel(loadRef(t, "qwen3"), nil, "", "", map[string]any{"enable_thinking": true}, nil)
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := (tito.DeltaWindow{Head: 1, Tail: 1}); r.Window != want || !strings.Contains(r.WindowDetail, want.String()) {
+		t.Fatalf("window %v (%s), want %v", r.Window, r.WindowDetail, want)
 	}
 }

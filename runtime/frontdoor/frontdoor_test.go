@@ -8,7 +8,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -88,10 +87,17 @@ func newHarness(t testing.TB, cfg frontdoor.Config, kwargs map[string]any) *harn
 // newHarnessWith is newHarness with changes to the agent's config (nil: none).
 func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, edit func(*config.Agent), emuEdits ...func(*emulator.Config)) *harness {
 	t.Helper()
+	return newModelHarness(t, cfg, kwargs, edit, qwen3, script, emuEdits...)
+}
+
+// newModelHarness is newHarnessWith for another model and script (the agent's model folder is the model's).
+func newModelHarness(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, edit func(*config.Agent), model *tito.Model, script string,
+	emuEdits ...func(*emulator.Config)) *harness {
+	t.Helper()
 	h := &harness{log: &syncBuffer{}, emits: make(chan frontdoor.Emitted, 100), gate: &turn.Gate{}}
 	ec := emulator.DefaultConfig()
 	ec.Policy = emulator.PolicyScripted
-	ec.StopIDs, ec.VocabSize = qwen3.StopIDs, qwen3.Tokenizer.VocabSize()
+	ec.StopIDs, ec.VocabSize = model.StopIDs, model.Tokenizer.VocabSize()
 	for _, e := range emuEdits {
 		e(&ec)
 	}
@@ -99,7 +105,7 @@ func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, e
 	if err != nil {
 		t.Fatal(err)
 	}
-	emu, err := emulator.New(ec, qwen3.Tokenizer, emulator.WithLog(h.log), emulator.WithScript(sc))
+	emu, err := emulator.New(ec, model.Tokenizer, emulator.WithLog(h.log), emulator.WithScript(sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,11 +129,11 @@ func newHarnessWith(t testing.TB, cfg frontdoor.Config, kwargs map[string]any, e
 	}
 	t.Cleanup(func() { client.Close() })
 	ac := config.DefaultAgent()
-	ac.Name, ac.Model, ac.ChatTemplateKwargs = "qwen3", os.Getenv("AGENTRT_QWEN3_MODEL"), kwargs
+	ac.Name, ac.Model, ac.ChatTemplateKwargs = "qwen3", model.Dir, kwargs
 	if edit != nil {
 		edit(&ac)
 	}
-	a, err := system.BuildAgent(context.Background(), ac, system.BuildEnv{Host: host, Generator: client, Model: qwen3,
+	a, err := system.BuildAgent(context.Background(), ac, system.BuildEnv{Host: host, Generator: client, Model: model,
 		MaxModelLen: func(ctx context.Context) (int, error) { return client.MaxModelLen(ctx, "") }, Server: esrv.URL, Gate: h.gate})
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/family"
 	"github.com/agentrt/agentrt/runtime/turn"
 	"github.com/agentrt/agentrt/sglang"
 	"github.com/agentrt/agentrt/tito"
@@ -263,6 +264,11 @@ func (ss *session) plan(msgs []tito.Message, tools []json.RawMessage) (*plan, *a
 		history := make([]tito.Message, len(cur.hist))
 		for i, h := range cur.hist {
 			history[i] = h.render
+			if m.Turn.Reasoning == family.ReasoningHarmony {
+				// gpt-oss's template refuses harmony markup in content: it reads each reply as the caller got it
+				// (its channels split). The delta is the template's tail; the history's tokens stay as generated.
+				history[i] = h.view
+			}
 		}
 		ids, err := m.Turn.Delta(history, newMsgs, tools, cur.msgs, cur.lastStop)
 		if err != nil {
@@ -481,7 +487,9 @@ func (ss *session) generate(ctx context.Context, req *chatRequest, p *plan, call
 		b.parseErrs["parser_failure"]++
 		ss.s.log.Warn("frontdoor: parser failed; the reply goes back as text", "session", ss.id, "err", r.ParseErr)
 	} else {
-		normal = r.NormalText
+		if m.Turn.Reasoning != family.ReasoningHarmony { // harmony's normal text has lost its analysis
+			normal = r.NormalText
+		}
 		for _, pe := range r.ParseErrors {
 			b.parseErrs[pe.Reason]++
 		}

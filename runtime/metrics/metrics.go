@@ -126,10 +126,28 @@ func (m *Metrics) HistoryDrift(policy, reason string) {
 // EpisodeQueued implements rollout.Observer.
 func (m *Metrics) EpisodeQueued(delta int) { m.queued.Add(float64(delta)) }
 
-// EpisodeFinished implements rollout.Observer: everything is counted from the trajectory.
+// EpisodeFinished implements rollout.Observer: everything is counted from the trajectory, the turns, tokens and
+// drift audit of every sample of a multi-sample episode.
 func (m *Metrics) EpisodeFinished(t *tito.Trajectory) {
 	m.episodes.WithLabelValues(t.Status, t.StatusReason).Inc()
-	for _, s := range t.Segments {
+	for _, smp := range t.AllSamples() {
+		m.countSegments(smp.Segments)
+	}
+	for k, v := range t.Metrics {
+		if r, ok := strings.CutPrefix(k, "parse_errors."); ok {
+			m.parseErrors.WithLabelValues(r).Add(v)
+		} else if o, ok := strings.CutPrefix(k, "tool_calls."); ok {
+			m.toolCalls.WithLabelValues(o).Add(v)
+		}
+	}
+	if t.Reward != nil {
+		m.reward.Observe(*t.Reward)
+	}
+}
+
+// countSegments counts one sample's turns, tokens and drift audit.
+func (m *Metrics) countSegments(segs []tito.Segment) {
+	for _, s := range segs {
 		switch s.Kind {
 		case tito.KindPrompt:
 			m.tokensIn.Add(float64(s.Length))
@@ -149,16 +167,6 @@ func (m *Metrics) EpisodeFinished(t *tito.Trajectory) {
 				}
 			}
 		}
-	}
-	for k, v := range t.Metrics {
-		if r, ok := strings.CutPrefix(k, "parse_errors."); ok {
-			m.parseErrors.WithLabelValues(r).Add(v)
-		} else if o, ok := strings.CutPrefix(k, "tool_calls."); ok {
-			m.toolCalls.WithLabelValues(o).Add(v)
-		}
-	}
-	if t.Reward != nil {
-		m.reward.Observe(*t.Reward)
 	}
 }
 

@@ -85,3 +85,30 @@ func TestMetricsFromTrajectories(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsEverySample: a multi-sample episode counts the turns, tokens and drift audit of each of its samples,
+// not only the last (the trajectory's own chain).
+func TestMetricsEverySample(t *testing.T) {
+	m := New(Gauges{})
+	seg := func(drifted bool) []tito.Segment {
+		return []tito.Segment{{Kind: tito.KindPrompt, Length: 100},
+			{Kind: tito.KindResponse, Length: 20, Drift: &tito.SegmentDrift{Canonical: !drifted}}}
+	}
+	tr := &tito.Trajectory{Status: "completed", Samples: []tito.Sample{{Segments: seg(true)}, {Segments: seg(false)}},
+		Segments: seg(false)}
+	m.EpisodeFinished(tr)
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body, _ := io.ReadAll(rec.Body)
+	for _, want := range []string{
+		`agentrt_turns_total 3`,
+		`agentrt_prompt_tokens_total 300`,
+		`agentrt_response_tokens_total 60`,
+		`agentrt_drift_segments_total{result="audited"} 3`,
+		`agentrt_drift_segments_total{result="drifted"} 1`,
+	} {
+		if !strings.Contains(string(body), want+"\n") {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}

@@ -44,6 +44,9 @@ type BuildEnv struct {
 	// PluginCall, if set, is told the duration of every parser, tool and hook call (for metrics).
 	PluginCall func(kind, plugin string, d time.Duration)
 	Logger     *slog.Logger
+	// Agents, if set, returns a built agent by name: what a sub-agent tool runs (looked up at the call, so that
+	// agents may name each other or themselves). Without it an agent with a sub-agent tool is refused.
+	Agents func(name string) (*runtime.Agent, error)
 }
 
 // BuildAgent loads an agent's plugins through the host and returns the agent. Plugin references are
@@ -87,7 +90,7 @@ func BuildAgent(ctx context.Context, ac config.Agent, env BuildEnv) (_ *runtime.
 	// The family's extra stops end a turn too: trimmed before parsing, and sent as stop_token_ids.
 	model := &turn.Model{Generator: env.Generator, Tokenizer: tito.NewPieceCache(m.Tokenizer, 8192), Template: tmpl,
 		StopIDs: append(slices.Clone(m.StopIDs), extra...), ExtraStopIDs: extra, Kwargs: ac.ChatTemplateKwargs,
-		Reasoning: fam.Profile.Reasoning, CallIDs: fam.Profile.CallIDs, Gate: env.Gate}
+		Reasoning: fam.Profile.Reasoning, CallIDs: fam.Profile.CallIDs, Gate: env.Gate, Window: report.Window}
 	d := runtime.Deps{Model: model, Provenance: prov, Logger: env.Logger}
 
 	var specs []abi.ToolSpec
@@ -386,6 +389,8 @@ func openTool(ctx context.Context, pc config.Plugin, ac config.Agent, env BuildE
 		callTimeout = pc.Timeout
 	}
 	switch {
+	case pc.Agent != nil:
+		return subAgentTool(*pc.Agent, pc.Timeout, env)
 	case pc.Env != nil:
 		cfg := *pc.Env
 		cfg.CallTimeout = callTimeout

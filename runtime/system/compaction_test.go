@@ -15,7 +15,6 @@ import (
 	"github.com/agentrt/agentrt/runtime"
 	"github.com/agentrt/agentrt/runtime/config"
 	"github.com/agentrt/agentrt/runtime/family"
-	"github.com/agentrt/agentrt/runtime/system"
 	"github.com/agentrt/agentrt/sglang/emulator"
 	"github.com/agentrt/agentrt/tito"
 )
@@ -183,7 +182,9 @@ func TestCompactionNotNeeded(t *testing.T) {
 // sample's requests extend each other (the prefix invariant within the sample), a sample's first request sends its
 // first prompt with logprob_start_len -1, response segments are the served output_ids verbatim, each sample ends
 // on its last request + output, logprobs are the emulator's scoring function; and a later sample's first prompt is
-// the chat template's full render of its recorded messages[:prompt_messages] with the episode's tools.
+// the chat template's full render of its recorded messages[:prompt_messages] with the episode's tools (a
+// sub-agent's sample: its own tools; its model calls' rids are its episode's, which the first sample renders too);
+// and the drift audit covers every sample's responses.
 func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 	t.Helper()
 	if err := tr.Validate(); err != nil {
@@ -196,7 +197,7 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 	}
 	byRID := map[string]*served{}
 	for _, r := range h.log.records(t) {
-		if r.Path != "/generate" || r.Status != 200 || r.Fault != "" || !strings.HasPrefix(r.RID, tr.ID+".") {
+		if r.Path != "/generate" || r.Status != 200 || r.Fault != "" || (!strings.HasPrefix(r.RID, tr.ID+".") && !strings.HasPrefix(r.RID, tr.ID+"/")) {
 			continue
 		}
 		s := &served{}
@@ -209,18 +210,27 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 		byRID[r.RID] = s
 	}
 	m := h.agent.Model()
+	responses := 0
 	for _, smp := range tr.AllSamples() {
 		var prev *served
 		for _, seg := range smp.Segments {
 			if seg.Kind != tito.KindResponse {
 				continue
 			}
+			responses++
+			if seg.Drift == nil {
+				t.Errorf("sample %d turn %d: the drift audit skipped the response", smp.Index, seg.Turn)
+			}
 			s := byRID[seg.Info.RID]
 			if s == nil {
 				t.Fatalf("sample %d turn %d: rid %q is not in the server's log", smp.Index, seg.Turn, seg.Info.RID)
 			}
 			s.claims++
-			if want := fmt.Sprintf("%s.%d", tr.ID, smp.FirstTurn+seg.Turn); seg.Info.RID != want {
+			episode := tr.ID
+			if smp.Episode != "" {
+				episode = smp.Episode
+			}
+			if want := fmt.Sprintf("%s.%d", episode, smp.FirstTurn+seg.Turn); seg.Info.RID != want {
 				t.Errorf("sample %d turn %d has rid %q, want %q (the episode's call %d)", smp.Index, seg.Turn, seg.Info.RID, want, smp.FirstTurn+seg.Turn)
 			}
 			if !equalIDs(s.req.InputIDs, smp.TokenIDs[:seg.Offset]) || !equalIDs(s.resp.OutputIDs, smp.TokenIDs[seg.Offset:seg.Offset+seg.Length]) {
@@ -243,14 +253,18 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 				t.Fatalf("sample %d: logprob[%d] = %v, the emulator gives %v", smp.Index, p, smp.Logprobs[p], want)
 			}
 		}
-		if smp.Index == 0 {
+		if smp.Episode == "" && smp.Parent == -1 {
 			continue
 		}
 		msgs, err := tito.DecodeMessages(smp.Messages)
 		if err != nil {
 			t.Fatal(err)
 		}
-		o := m.RenderOptions(tr.Tools)
+		tools := tr.Tools
+		if smp.Tools != nil {
+			tools = smp.Tools
+		}
+		o := m.RenderOptions(tools)
 		o.Kwargs = tr.TemplateKwargs
 		text, err := m.Template.Render(msgs[:smp.PromptMessages], o)
 		if err != nil {
@@ -259,6 +273,9 @@ func (h *harness) checkSamples(t *testing.T, tr *tito.Trajectory) {
 		if !equalIDs(m.Tokenizer.Encode(text, false), smp.TokenIDs[:first]) {
 			t.Errorf("sample %d: the first prompt is not the template's full render of its %d prompt messages", smp.Index, smp.PromptMessages)
 		}
+	}
+	if tr.Drift == nil || tr.Drift.Audited != responses {
+		t.Errorf("the drift audit's summary %+v does not cover the episode's %d responses", tr.Drift, responses)
 	}
 	for rid, s := range byRID {
 		if s.claims != 1 {
@@ -332,7 +349,9 @@ func TestAsDeployedHistory(t *testing.T) {
 // (checkSamples, against the server's log). DeepSeek-R1 (SGLang's tool template, which renders content only) drops
 // the earlier turns' reasoning, so no later prompt extends the tokens as generated; Qwen3's template keeps the
 // reasoning of turns after the last user message, so in a tool loop its renders may equal them. gpt-oss (harmony
-// channels) is refused with the reason.
+// channels) keeps each turn as SGLang's server returns it (analysis in reasoning_content, which its template reads as
+// thinking; the calls in tool_calls): in a tool loop its template shows the analysis again (TestAsDeployedGPTOSS has
+// the turns it rewrites).
 func TestAsDeployedFamilies(t *testing.T) {
 	for _, tc := range []struct {
 		family, env, template, format string
@@ -387,7 +406,8 @@ func TestAsDeployedFamilies(t *testing.T) {
 	for _, tc := range []struct{ family, vocab string }{
 		{"qwen3.5", "AGENTRT_QWEN3_MODEL"}, // Qwen3.5's template and XML calls on Qwen3's vocabulary
 		{"minimax-m2", standIn},
-		{"glm-4.7-flash", standIn}, // thinking on: the generation prompt opens <think>
+		{"glm-4.7-flash", standIn},          // thinking on: the generation prompt opens <think>
+		{"gpt-oss", "AGENTRT_GPTOSS_MODEL"}, // the emulator writes calls as the template does, an analysis first
 	} {
 		t.Run(tc.family, func(t *testing.T) {
 			m := familyModel(t, t, map[string]*tito.Model{}, tc.family, tc.vocab)
@@ -407,18 +427,152 @@ func TestAsDeployedFamilies(t *testing.T) {
 				t.Fatalf("%d samples for %v turns, want one per turn (and more than one turn)", tr.SampleCount(), tr.Metrics["turns"])
 			}
 			h.checkSamples(t, tr)
+			if prof.Reasoning == family.ReasoningHarmony {
+				for _, s := range tr.AllSamples()[1:] {
+					checkHarmonyViews(t, s)
+				}
+			}
 		})
 	}
-	t.Run("gpt-oss refused", func(t *testing.T) {
-		m := familyModel(t, t, map[string]*tito.Model{}, "gpt-oss", "AGENTRT_GPTOSS_MODEL")
-		ac := defaultAgent()
-		ac.Model, ac.ChatTemplateKwargs, ac.Parser, ac.History = m.Dir, nil, "", config.HistoryAsDeployed
-		_, err := system.BuildAgent(context.Background(), ac, system.BuildEnv{Host: host, Generator: &alwaysAborting{}, Model: m, Server: "fake",
-			MaxModelLen: func(context.Context) (int, error) { return 4096, nil }})
-		if err == nil || !strings.Contains(err.Error(), "harmony") {
-			t.Fatalf("gpt-oss with history as-deployed: %v, want a refusal naming harmony", err)
+}
+
+// checkHarmonyViews fails when an assistant message that sample s's prompt renders is not as SGLang's server
+// returns a gpt-oss turn: harmony markup left in its content, its analysis not in reasoning_content, a call turn
+// with content as well as analysis (the template refuses both). (The sample's response keeps its text as generated.)
+func checkHarmonyViews(t *testing.T, s tito.Sample) {
+	t.Helper()
+	msgs, err := tito.DecodeMessages(s.Messages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) <= s.PromptMessages || msgs[s.PromptMessages].Role != tito.RoleAssistant || !strings.Contains(msgs[s.PromptMessages].Content, "<|channel|>") {
+		t.Errorf("sample %d's response is not its harmony text as generated: %+v", s.Index, msgs[s.PromptMessages:])
+	}
+	for i, m := range msgs[:s.PromptMessages] {
+		if m.Role != tito.RoleAssistant {
+			continue
 		}
-	})
+		if strings.Contains(m.Content, "<|") || strings.Contains(m.ReasoningContent, "<|") || m.ReasoningContent == "" ||
+			(len(m.ToolCalls) > 0) == (m.Content != "") {
+			t.Errorf("sample %d message %d is not a deployed gpt-oss turn: content %q, reasoning_content %q, %d calls", s.Index, i, m.Content, m.ReasoningContent, len(m.ToolCalls))
+		}
+	}
+}
+
+// TestAsDeployedGPTOSS: gpt-oss under history "as-deployed", with the model writing its calls as gpt-oss models do
+// (the recipient after the channel, "<|constrain|>json", arguments without spaces) where its template writes them
+// back in its own form ("<|start|>assistant to=functions.NAME<|channel|>commentary json", tojson's spaces): every
+// later turn's prompt is the template's full render of the conversation as SGLang's server returns it (analysis in
+// reasoning_content, which the template reads as thinking and shows again for a call turn in the tool loop; the
+// call in tool_calls), so none extends the tokens as generated, and each sample is proven against the server's log
+// and the template (checkSamples). As-generated, the same episode is one chain proven against the log.
+func TestAsDeployedGPTOSS(t *testing.T) {
+	const turns = 4
+	// The scripted policy counts assistant messages after the task: a harmony turn is two (its analysis and its
+	// call), so turn i's reply is the script's reply 2i.
+	replies := make([]string, 2*turns)
+	for i := range turns - 1 {
+		replies[2*i] = fmt.Sprintf("<|channel|>analysis<|message|>Part %d needs the calculator.<|end|><|start|>assistant<|channel|>commentary to=functions.calculator <|constrain|>json<|message|>{\"expression\":\"%d*7\"}<|call|>", i, i+2)
+	}
+	replies[2*(turns-1)] = "<|channel|>analysis<|message|>All parts are done.<|end|><|start|>assistant<|channel|>final<|message|>The answer is 42.<|return|>"
+	line, err := json.Marshal(map[string]any{"key": "harmony", "replies": replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := emulator.ParseScript(bytes.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := familyModel(t, t, map[string]*tito.Model{}, "gpt-oss", "AGENTRT_GPTOSS_MODEL")
+	ac := defaultAgent()
+	ac.Model, ac.Family, ac.Parser, ac.ChatTemplateKwargs, ac.History = m.Dir, "gpt-oss", "", nil, config.HistoryAsDeployed
+	ec := emulator.DefaultConfig()
+	ec.Policy = emulator.PolicyScripted
+	h := newModelHarness(t, ec, ac, m, emulator.WithScript(sc))
+	tr := h.agent.Run(context.Background(), runtime.Episode{ID: "harmony", ItemID: "harmony", GroupID: "harmony",
+		Messages: []tito.Message{{Role: "user", Content: "[script:harmony] Three parts."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if tr.SampleCount() != turns {
+		t.Fatalf("%d samples, want one per turn (%d)", tr.SampleCount(), turns)
+	}
+	h.checkSamples(t, tr)
+	all := tr.AllSamples()
+	for _, s := range all[1:] {
+		checkHarmonyViews(t, s)
+		p := all[s.Parent].TokenIDs
+		if len(p) <= s.Segments[0].Length && equalIDs(s.TokenIDs[:len(p)], p) {
+			t.Errorf("sample %d's prompt extends its parent's tokens as generated: the template should have rewritten the call", s.Index)
+		}
+		prompt := decode(m, s.TokenIDs[:s.Segments[0].Length])
+		for k := range s.Index {
+			// The tool loop has no final answer yet: the template shows each call turn's analysis again, before
+			// the call as it writes calls.
+			want := fmt.Sprintf("<|start|>assistant<|channel|>analysis<|message|>Part %d needs the calculator.<|end|><|start|>assistant to=functions.calculator<|channel|>commentary json<|message|>{\"expression\": \"%d*7\"}<|call|>", k, k+2)
+			if !strings.Contains(prompt, want) {
+				t.Errorf("sample %d's prompt does not render turn %d as the template writes it (%q):\n%s", s.Index, k, want, prompt)
+			}
+		}
+	}
+
+	// The same episode as-generated is one chain: each delta is the template's tail after the conversation as
+	// the template reads it (it refuses harmony markup in content), appended to the tokens as generated.
+	ac.History = config.HistoryAsGenerated
+	h = newModelHarness(t, ec, ac, m, emulator.WithScript(sc))
+	tr = h.agent.Run(context.Background(), runtime.Episode{ID: "harmony-gen", ItemID: "harmony", GroupID: "harmony",
+		Messages: []tito.Message{{Role: "user", Content: "[script:harmony] Three parts."}}})
+	wantStatus(t, tr, runtime.StatusCompleted, "")
+	if tr.SampleCount() != 1 || tr.Turns() != turns {
+		t.Fatalf("as-generated: %d samples of %d turns, want one chain of %d", tr.SampleCount(), tr.Turns(), turns)
+	}
+	h.check(t, tr)
+}
+
+// TestAsDeployedGPTOSSMalformed: a gpt-oss call the parser refuses (a content type other than json) is answered by
+// the error as a user message; the turn is kept as SGLang's server returns it, its analysis in reasoning_content and
+// no tool call (the template refuses harmony markup in content), so both histories go on to the answer, proven
+// against the server's log.
+func TestAsDeployedGPTOSSMalformed(t *testing.T) {
+	final := "<|channel|>analysis<|message|>The calculator refused it.<|end|><|start|>assistant<|channel|>final<|message|>The answer is 14.<|return|>"
+	// The scripted policy counts the assistant messages the emulator reads in the prompt, which differ between the
+	// tokens as generated and the render: every later reply is the answer.
+	replies := []string{"<|channel|>analysis<|message|>Compute 2*7.<|end|><|start|>assistant<|channel|>commentary to=functions.calculator <|constrain|>yaml<|message|>{\"expression\":\"2*7\"}<|call|>", final, final, final, final, final}
+	line, err := json.Marshal(map[string]any{"key": "malformed", "replies": replies})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := emulator.ParseScript(bytes.NewReader(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := familyModel(t, t, map[string]*tito.Model{}, "gpt-oss", "AGENTRT_GPTOSS_MODEL")
+	for _, history := range []string{config.HistoryAsGenerated, config.HistoryAsDeployed} {
+		t.Run(history, func(t *testing.T) {
+			ac := defaultAgent()
+			ac.Model, ac.Family, ac.Parser, ac.ChatTemplateKwargs, ac.History = m.Dir, "gpt-oss", "", nil, history
+			ec := emulator.DefaultConfig()
+			ec.Policy = emulator.PolicyScripted
+			h := newModelHarness(t, ec, ac, m, emulator.WithScript(sc))
+			tr := h.agent.Run(context.Background(), runtime.Episode{ID: "malformed", ItemID: "malformed", GroupID: "malformed",
+				Messages: []tito.Message{{Role: "user", Content: "[script:malformed] What is 2*7?"}}})
+			wantStatus(t, tr, runtime.StatusCompleted, "")
+			if ms := messages(t, tr); tr.Metrics["turns"] != 2 || !strings.HasSuffix(ms[len(ms)-1].Content, "The answer is 14.") {
+				t.Fatalf("%v turns, last message %+v; want the answer on the second", tr.Metrics["turns"], ms[len(ms)-1])
+			}
+			if history == config.HistoryAsGenerated {
+				h.check(t, tr)
+				return
+			}
+			h.checkSamples(t, tr)
+			s := tr.AllSamples()[1]
+			msgs, err := tito.DecodeMessages(s.Messages)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a := msgs[s.PromptMessages-2]; a.Role != tito.RoleAssistant || a.Content != "" || a.ReasoningContent != "Compute 2*7." || a.ToolCalls != nil {
+				t.Errorf("the malformed turn is kept as %+v, want its analysis only", a)
+			}
+		})
+	}
 }
 
 // decode decodes ids with special tokens kept.

@@ -302,11 +302,11 @@ func checkKimiCallIDs(t *testing.T, tr *tito.Trajectory) {
 }
 
 // newModelHarness is newHarness for a model other than the shared Qwen3 one.
-func newModelHarness(t *testing.T, ec emulator.Config, ac config.Agent, m *tito.Model) *harness {
+func newModelHarness(t *testing.T, ec emulator.Config, ac config.Agent, m *tito.Model, opts ...emulator.Option) *harness {
 	t.Helper()
 	ec.StopIDs, ec.VocabSize = m.StopIDs, m.Tokenizer.VocabSize()
 	h := &harness{log: &syncBuffer{}}
-	emu, err := emulator.New(ec, m.Tokenizer, emulator.WithLog(h.log))
+	emu, err := emulator.New(ec, m.Tokenizer, append([]emulator.Option{emulator.WithLog(h.log)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -150,7 +150,7 @@ func Build(ctx context.Context, cfg *config.Config, logw io.Writer, pluginCall f
 	for _, ac := range cfg.Agents {
 		a, err := BuildAgent(ctx, ac, BuildEnv{Host: s.host, Generator: s.client, Model: s.models[modelKey(ac)], ModelCommit: commits[modelKey(ac)],
 			MaxModelLen: func(ctx context.Context) (int, error) { return s.client.MaxModelLen(ctx, "") },
-			Server:      server, Logger: s.log, Gate: s.gate, PluginCall: pluginCall})
+			Server:      server, Logger: s.log, Gate: s.gate, PluginCall: pluginCall, Agents: s.Agent})
 		if err != nil {
 			return nil, fmt.Errorf("agent %q: %w", ac.Name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 	"github.com/agentrt/agentrt/runtime/family"
@@ -72,6 +73,12 @@ type Model struct {
 	CallIDs family.CallIDStyle
 	// Gate, if set, holds each call while it is closed (a pause for a weight update).
 	Gate *Gate
+	// Window is the template's delta window (tito.ChatTemplate.FindDeltaWindow, found by the family self-test):
+	// WindowDelta renders tool results after only the history's messages it keeps. The zero value renders whole.
+	Window tito.DeltaWindow
+	// windowOff is set once an audit found a windowed delta other than the whole render's: every later delta is
+	// rendered whole.
+	windowOff atomic.Bool
 }
 
 // Check reports a model that cannot serve calls.
@@ -128,6 +135,72 @@ func (m *Model) Delta(history, msgs []tito.Message, tools []json.RawMessage, cac
 	return m.Tokenizer.Encode(text, false), nil
 }
 
+// WindowDrift is a windowed delta that the audit found different from the whole render's.
+type WindowDrift struct {
+	Window          tito.DeltaWindow
+	Windowed, Whole string
+}
+
+// Error implements error.
+func (d *WindowDrift) Error() string {
+	return fmt.Sprintf("turn: delta window %v: the windowed delta %q differs from the whole render's %q (windows are off from now on)", d.Window, abbrevText(d.Windowed), abbrevText(d.Whole))
+}
+
+func abbrevText(s string) string {
+	if len(s) > 120 {
+		return s[:60] + "..." + s[len(s)-60:]
+	}
+	return s
+}
+
+// WindowLeavesOut returns how many of history's messages WindowDelta would leave out before msgs (0: it renders
+// whole).
+func (m *Model) WindowLeavesOut(history, msgs []tito.Message) int {
+	if m.windowOff.Load() || !m.Window.Enabled() {
+		return 0
+	}
+	for i := range msgs {
+		if msgs[i].Role != tito.RoleTool {
+			return 0
+		}
+	}
+	return m.Window.LeavesOut(history)
+}
+
+// WindowDelta is Delta rendered through the model's window (Window) while no audit has found it wrong. With audit,
+// a windowed delta is rendered whole too and compared: on a difference it returns the whole render's ids (the
+// trajectory stays exact), a *WindowDrift saying what differed, and turns the window off for every later delta.
+func (m *Model) WindowDelta(history, msgs []tito.Message, tools []json.RawMessage, cache *tito.MessageCache, lastStop int32, audit bool) ([]int32, *WindowDrift, error) {
+	o := m.RenderOptions(tools)
+	o.Messages = cache
+	if m.WindowLeavesOut(history, msgs) == 0 {
+		text, err := m.DeltaText(history, msgs, o, lastStop)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m.Tokenizer.Encode(text, false), nil, nil
+	}
+	o.Window = m.Window
+	text, err := m.DeltaText(history, msgs, o, lastStop)
+	if err != nil {
+		return nil, nil, err
+	}
+	var drift *WindowDrift
+	if audit {
+		o.Window = tito.DeltaWindow{}
+		whole, err := m.DeltaText(history, msgs, o, lastStop)
+		if err != nil {
+			return nil, nil, err
+		}
+		if whole != text {
+			drift = &WindowDrift{Window: m.Window, Windowed: text, Whole: whole}
+			m.windowOff.Store(true)
+			text = whole
+		}
+	}
+	return m.Tokenizer.Encode(text, false), drift, nil
+}
+
 // trimGeneratedStop drops from a delta the stop token the model generated when the template writes it as the
 // start of the next message.
 func (m *Model) trimGeneratedStop(delta string, lastStop int32) string {
@@ -160,8 +233,8 @@ func (m *Model) Decode(ids []int32) string {
 }
 
 // SplitReasoning separates a reply's reasoning block from its content, by the family's markup (<think> or
-// <seed:think>; other markups, gpt-oss's harmony channels among them, are left whole in content). A reply cut short
-// inside its reasoning is all reasoning.
+// <seed:think>, or gpt-oss's harmony channels: splitHarmony; other markups are left whole in content). A reply cut
+// short inside its reasoning is all reasoning.
 func SplitReasoning(r family.Reasoning, text string) (reasoning, content string) {
 	open, closeTag := "", ""
 	switch r {
@@ -169,6 +242,8 @@ func SplitReasoning(r family.Reasoning, text string) (reasoning, content string)
 		open, closeTag = "<think>", "</think>"
 	case family.ReasoningSeedThink:
 		open, closeTag = "<seed:think>", "</seed:think>"
+	case family.ReasoningHarmony:
+		return splitHarmony(text)
 	default:
 		return "", text
 	}
@@ -184,4 +259,38 @@ func SplitReasoning(r family.Reasoning, text string) (reasoning, content string)
 		before = before[j+len(open):]
 	}
 	return strings.TrimSpace(before), strings.TrimSpace(text[i+len(closeTag):])
+}
+
+// splitHarmony splits a gpt-oss reply (harmony messages, the first one continuing the generation prompt's
+// "<|start|>assistant") as SGLang's gpt-oss reasoning parser does: reasoning is the bodies of its analysis messages,
+// joined; content is the bodies of its other messages without a recipient (the final answer, a commentary
+// preamble), joined and trimmed; a message addressed to a tool ("to=functions.NAME", in its header) is a call,
+// which is neither. A body ends at <|end|>, <|call|> or <|return|> (or the text's end: a stop token is trimmed, or
+// the reply was cut short); a header without <|message|> (cut short) is dropped. Text without any harmony message
+// (a parser's normal text) is all content, as it is.
+func splitHarmony(text string) (reasoning, content string) {
+	const start, message = "<|start|>", "<|message|>"
+	if !strings.Contains(text, message) {
+		return "", text
+	}
+	var r, c strings.Builder
+	for _, m := range strings.Split(text, start) {
+		header, body, ok := strings.Cut(m, message)
+		if !ok {
+			continue
+		}
+		for _, end := range [...]string{"<|end|>", "<|call|>", "<|return|>"} {
+			if i := strings.Index(body, end); i >= 0 {
+				body = body[:i]
+			}
+		}
+		switch {
+		case strings.Contains(header, "to="):
+		case strings.Contains(header, "<|channel|>analysis"):
+			r.WriteString(body)
+		default:
+			c.WriteString(body)
+		}
+	}
+	return r.String(), strings.TrimSpace(c.String())
 }

@@ -218,7 +218,8 @@ type Config struct {
 	WrongAnswerRate float64 `toml:"wrong_answer_rate"`
 	// ThinkRate is the fraction of agentic replies that start with a <think>...</think> block (ChatML and DeepSeek
 	// prompts, never when the generation prompt already closed the think block; where it opened it, the reply
-	// reasons and closes it).
+	// reasons and closes it), or with an analysis message (gpt-oss's harmony prompts: the answer is then a final
+	// channel message after it).
 	ThinkRate float64 `toml:"think_rate"`
 	// IgnoreRID makes replies independent of the client's rid (see doc.go, Determinism): two clients that send
 	// the same prompts get the same replies whatever rids they use, as the side-by-side benchmark needs; samples

@@ -97,7 +97,8 @@
 // one: text, query, ...), a drawn boolean; once
 // the calls are done it answers with the tool results ("12*7 = 84 ... The answer is 84."), saying a result
 // that is an error ("Error: ...") could not be computed rather than quoting it. Without tools it answers in a
-// few sentences. Config.ThinkRate adds a <think> block (ChatML, DeepSeek); where MiniMax-M2's or GLM-4.7's generation prompt
+// few sentences. Config.ThinkRate adds a <think> block (ChatML, DeepSeek), or an analysis message before the calls
+// or the final channel's answer (gpt-oss's harmony); where MiniMax-M2's or GLM-4.7's generation prompt
 // opens <think> (or GLM-4.5/4.6's is a bare <|assistant|>, thinking on), every reply reasons a sentence (Config.ThinkWords more) and closes it first; Config.WrongAnswerRate makes a final answer
 // misreport the last value (an integer off by one), so a correctness reward varies within a group. The scripted
 // policy replies from a Script (ParseScript), keyed per conversation and indexed by turn: a JSONL file of

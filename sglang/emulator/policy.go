@@ -271,6 +271,10 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 		// MiniMax-M2's generation prompt opens <think> (GLM-4.7's too, with thinking on): the model reasons, then
 		// closes it.
 		think, thinking = thinkFiller(s.cfg.ThinkWords, rng), true
+	case c.format == chatHarmony && s.cfg.ThinkRate > 0 && rng.Float64() < s.cfg.ThinkRate:
+		// gpt-oss reasons in an analysis message, which continues the generation prompt's "<|start|>assistant"; its
+		// calls and its final answer are messages of their own after it.
+		think, thinking = thinkOpen(FormatGPTOSS)+thinkFiller(s.cfg.ThinkWords, rng), true
 	case c.format == chatGLM && format == FormatGLM45 && c.open != nil && strings.TrimSpace(open) == "":
 		// GLM-4.5/4.6 with thinking on: the generation prompt is a bare <|assistant|>, and the model opens <think>.
 		think, thinking = thinkOpen(format)+thinkFiller(s.cfg.ThinkWords, rng), true
@@ -344,6 +348,9 @@ func (s *Server) agentic(c *conversation, rng *rand.Rand) (reply string) {
 	}
 	if thinking {
 		think += "I have what I need to answer." + thinkEnd(c, format)
+		if c.format == chatHarmony {
+			think += "<|start|>assistant<|channel|>final<|message|>"
+		}
 	}
 	results := c.toolResults()
 	// A slip: the final answer misreports the last value (drawn only when the rate is set, so that other draws
@@ -954,8 +961,11 @@ func thinkClose(format string) string {
 // thinkEnd closes a think block: on a line of its own, a blank line after it; for GLM as its templates write a
 // turn's reasoning back (<think>REASONING</think>CONTENT, stripped).
 func thinkEnd(c *conversation, format string) string {
-	if c.format == chatGLM {
+	switch c.format {
+	case chatGLM:
 		return thinkClose(format)
+	case chatHarmony:
+		return thinkClose(FormatGPTOSS) // the analysis message's <|end|>; the next message's <|start|> follows
 	}
 	return "\n" + thinkClose(format) + "\n\n"
 }

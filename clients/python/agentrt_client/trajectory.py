@@ -8,7 +8,8 @@ from typing import Any
 STATUSES = ("completed", "truncated", "aborted", "failed")
 
 # The origin fields of an entry of a multi-sample trajectory's "samples".
-_ORIGIN_KEYS = ("index", "parent", "branch_turn", "branch_offset", "reason", "first_turn", "prompt_messages", "masked")
+_ORIGIN_KEYS = ("index", "parent", "branch_turn", "branch_offset", "reason", "first_turn", "prompt_messages", "masked",
+                "episode", "agent", "call_id", "depth")
 
 
 @dataclass
@@ -18,7 +19,8 @@ class Trajectory:
     ``data`` is the trajectory object itself (token_ids, loss_mask, logprobs, segments, status, reward,
     messages, provenance, ...); the properties below read it. ``seq`` is the spool sequence number used to ack.
 
-    An episode whose context was compacted is several **samples** (docs/PROTOCOL.md section 7): ``samples`` lists
+    An episode whose context was compacted, or that ran sub-agents, is several **samples** (docs/PROTOCOL.md section
+    7): ``samples`` lists
     them, each a one-chain ``Trajectory`` of its own (same ids, status, reward and provenance; its own token_ids,
     loss_mask, logprobs, segments and messages; ``sample_origin`` says where it branched). The chain properties of
     the episode itself (token_ids ... segments, messages) are those of its last sample. A one-chain episode has one
@@ -80,6 +82,10 @@ class Trajectory:
                 if k in e:
                     d[k] = e[k]
             d["sample"] = {k: e[k] for k in _ORIGIN_KEYS if k in e}
+            if "tools" in e:  # a sub-agent's sample renders its agent's tools
+                d["tools"] = e["tools"]
+            elif "tools" in self.data:
+                d["tools"] = self.data["tools"]
             out.append(Trajectory(seq=self.seq, request_id=self.request_id, item_id=self.item_id,
                                   sample_index=self.sample_index, group_id=self.group_id,
                                   trajectory_id=self.trajectory_id, data=d, spool_id=self.spool_id))
@@ -98,12 +104,15 @@ class Trajectory:
     def sample_origin(self) -> dict[str, Any]:
         """Where this sample came from (``index``, ``parent``, ``branch_turn``, ``branch_offset``, ``reason``,
         ``first_turn``, ``prompt_messages``, and ``masked``: true on a summary sample whose response has loss mask 0,
-        an agent's ``mask_summary``): set on the items of ``samples`` of a multi-sample episode, ``{}`` otherwise."""
+        an agent's ``mask_summary``; on a sub-agent's sample ``episode``, ``agent``, ``call_id`` and ``depth``, and
+        ``reason`` "subagent" on its episode's first): set on the items of ``samples`` of a multi-sample episode,
+        ``{}`` otherwise."""
         return self.data.get("sample") or {}
 
     @property
     def tools(self) -> list[dict[str, Any]]:
-        """The tool specs every sample's prompt renders (written for a multi-sample episode only)."""
+        """The tool specs the prompts render (written for a multi-sample episode only; a sub-agent's sample has its
+        agent's)."""
         return self.data.get("tools") or []
 
     @property

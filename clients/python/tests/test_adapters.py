@@ -326,3 +326,49 @@ def test_to_agent_loop_outputs():
     for o, s in zip(outs, t.samples):
         assert o.prompt_ids == s.token_ids[: s.segments[0]["length"]] and o.reward_score == 0.5
         assert o.prompt_ids + o.response_ids == s.token_ids
+
+
+def subagent_traj(reward: float | None = 1.0) -> Trajectory:
+    # bench/subagent.sh with SB_EPISODES=1: a lead agent that ran the coder agent twice (trajs.jsonl, line 1)
+    import json
+    import pathlib
+
+    data = json.loads((pathlib.Path(__file__).parent / "testdata" / "subagent_trajectory.json").read_text())
+    data["reward"] = reward
+    return Trajectory(seq=3, request_id="r", item_id=data["item_id"], sample_index=0, group_id=data["group_id"],
+                      trajectory_id=data["id"], data=data)
+
+
+def test_subagent_samples():
+    t = subagent_traj()
+    ss = t.samples
+    assert t.num_samples == len(ss) == 3
+    lead = ss[-1]
+    assert lead.sample_origin["parent"] == -1 and "episode" not in lead.sample_origin
+    assert lead.token_ids == t.token_ids and lead.tools == t.tools
+    for k, s in enumerate(ss[:2]):
+        o = s.sample_origin
+        assert o["reason"] == "subagent" and o["parent"] == 2 and o["depth"] == 1 and o["agent"] == "coder"
+        assert o["episode"] == f"{t.trajectory_id}/{k}.0" and o["first_turn"] == 0 and o["call_id"]
+        # the coder's tools (the calculator and itself), not the lead's
+        assert sorted(x["function"]["name"] for x in s.tools) == ["calculator", "coder"]
+        assert [x["function"]["name"] for x in t.tools] == ["coder"]
+        assert s.reward == 1.0 and s.trajectory_id == t.trajectory_id
+
+
+def test_to_slime_samples_subagent():
+    from agentrt_client import to_slime_samples
+
+    t = subagent_traj()
+    out = to_slime_samples(t, Sample(prompt="q"))
+    assert len(out) == 3
+    for x, s in zip(out, t.samples):
+        sp = split(s)
+        assert x.tokens == s.token_ids and x.response_length == len(sp.response_ids) > 0
+        assert x.reward == 1.0 and not x.remove_sample
+        assert x.metadata["agentrt"]["sample"] == s.sample_origin
+    assert [x.metadata["agentrt"]["sample"].get("depth", 0) for x in out] == [1, 1, 0]
+    # the coder's final answers are the lead's tool results
+    tool_results = [m["content"] for m in t.messages if m["role"] == "tool"]
+    assert tool_results == ["The result is 42.", "I did part two myself."]
+    assert out[0].response.endswith("The result is 42.")
