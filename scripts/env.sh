@@ -20,6 +20,7 @@ export AGENTRT_SMG="$cache/venv-smg/bin/smg"
 export AGENTRT_SGLANG_ROUTER="$cache/venv-sglang-router/bin/sglang-router"
 export AGENTRT_SDK_PYTHON="$cache/venv-sdks/bin/python"
 export AGENTRT_HF_PYTHON="$cache/venv-hf/bin/python"
+export AGENTRT_K8S_PYTHON="$cache/venv-k8s/bin/python"
 export AGENTRT_PYTHON_WASM="$cache/python-wasi-3.12.0/package/dist/python.wasm"
 # The plugin SDKs' toolchains (AGENTRT_WASM_CLANG, _SYSROOT, _RUSTC, _ASC: scripts/setup.d/40-wasm-toolchains.sh).
 if [ -f "$cache/wasm-toolchains.env" ]; then . "$cache/wasm-toolchains.env"; fi
