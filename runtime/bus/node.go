@@ -170,6 +170,11 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		_ = m.DoubleAck(bg)
 		return
 	}
+	// Registered before the record is read, so a cancel stored after the read is seen by the watch.
+	rctx, cancel := context.WithCancelCause(ctx)
+	unregister := b.addRun(requestKey(s.Consumer, s.Request), cancel)
+	defer unregister()
+	defer cancel(nil)
 	req, open := b.requestOpen(bg, n, m, s, delivery)
 	if !open {
 		return
@@ -184,23 +189,16 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 		b.fail(bg, n, m, s, delivery, ReasonNodeLost, msg)
 		return
 	}
-	rctx, cancel := context.WithCancelCause(ctx)
 	hb := make(chan struct{})
 	go func() {
 		defer close(hb)
 		b.heartbeat(rctx, n, m, s, delivery, cancel)
 	}()
-	unregister := b.addRun(requestKey(s.Consumer, s.Request), cancel)
-	// A cancel stored between the claim and the registration: the watch did not see this run.
-	if r, found, err := b.Request(bg, s.Consumer, s.Request); err == nil && found && r.Cancelled {
-		cancel(errCancelled)
-	}
 	n.observe(EventClaimed, s, delivery, nil)
 	traj, runErr := n.Run(rctx, s, delivery)
 	fenced := errors.Is(context.Cause(rctx), errFenced)
 	cancelled := errors.Is(context.Cause(rctx), errCancelled)
 	cancel(nil)
-	unregister()
 	<-hb
 	switch {
 	case fenced:
