@@ -60,38 +60,8 @@ func TestServeClusterKill9(t *testing.T) {
 	if m := c.read(t); m == nil || m["type"] != "accepted" {
 		failf("submit answered %v", m)
 	}
-	got := map[string]bool{}
-	var dups int
-	var done map[string]any
-	dones := 0
-	consume := func(c *wsConsumer, stop func() bool) bool {
-		for !stop() {
-			m := c.read(t)
-			if m == nil {
-				return false
-			}
-			switch m["type"] {
-			case "trajectory":
-				id := m["trajectory_id"].(string)
-				if got[id] {
-					dups++
-				}
-				got[id] = true
-				if st := m["trajectory"].(map[string]any)["status"]; st != "completed" {
-					t.Errorf("%s: status %v", id, st)
-				}
-			case "request_done":
-				dones++
-				done = m
-			case "rejected", "error":
-				failf("server answered %v", m)
-			default:
-				continue
-			}
-			c.send(t, map[string]any{"type": "ack", "seqs": []any{m["seq"]}})
-		}
-		return true
-	}
+	s := newTally()
+	consume := func(c *wsConsumer, stop func() bool) bool { return s.consume(t, c, stop, failf) }
 	// Once a quarter of the samples are stored (three quarters still to run, so every node holds claims) and the
 	// trainer has read a few through n1, the work stream's leader dies.
 	storedAll := func() int {
@@ -110,7 +80,7 @@ func TestServeClusterKill9(t *testing.T) {
 		}
 	}
 	patience.Stop()
-	consume(c, func() bool { return len(got) >= 16 })
+	consume(c, func() bool { return len(s.got) >= 16 })
 	// A leader that steps down logs nothing; the last node to announce itself leads.
 	var victim *clusterNode
 	var last uint64
@@ -123,7 +93,7 @@ func TestServeClusterKill9(t *testing.T) {
 		failf("no node logged that it leads the work stream")
 	}
 	t.Logf("kill -9 of %s (work stream leader, meta leader %v) with %d of %d samples stored, %d received; trainer on %s",
-		victim.name, victim.isMetaLeader(), storedAll(), items*n, len(got), trainerNode.name)
+		victim.name, victim.isMetaLeader(), storedAll(), items*n, len(s.got), trainerNode.name)
 	victim.kill9(t)
 	// The trainer moves to another live node (as behind a load balancer) and resumes from its last ack: what its
 	// old node had sent and not seen acked is offered again at once when that connection ends.
@@ -138,21 +108,21 @@ func TestServeClusterKill9(t *testing.T) {
 	t0 := time.Now()
 	c = redial(t, trainerNode.url, failf)
 	t.Logf("welcome from %s after %s", trainerNode.name, time.Since(t0).Round(time.Millisecond))
-	if done == nil && !c.inWelcome("active_requests", "r") && !c.inWelcome("done_requests", "r") {
+	if s.done == nil && !c.inWelcome("active_requests", "r") && !c.inWelcome("done_requests", "r") {
 		failf("%s does not know request r: welcome %v", trainerNode.name, c.welcome)
 	}
-	for !consume(c, func() bool { return done != nil && len(got) == items*n }) {
+	for !consume(c, func() bool { return s.done != nil && len(s.got) == items*n }) {
 		failf("the connection to %s ended before the request was done", trainerNode.name)
 	}
 	for i := range items {
 		for k := range n {
-			if id := fmt.Sprintf("r/q%d/%d", i, k); !got[id] {
+			if id := fmt.Sprintf("r/q%d/%d", i, k); !s.got[id] {
 				t.Errorf("sample %s never arrived", id)
 			}
 		}
 	}
-	if len(got) != items*n || done["status"] != "completed" || done["trajectories"].(float64) != items*n {
-		failf("got %d distinct samples, request_done %v", len(got), done)
+	if len(s.got) != items*n || s.done["status"] != "completed" || s.done["trajectories"].(float64) != items*n {
+		failf("got %d distinct samples, request_done %v", len(s.got), s.done)
 	}
 	reclaimed := 0
 	for _, nd := range nodes {
@@ -167,7 +137,7 @@ func TestServeClusterKill9(t *testing.T) {
 	if reclaimed == 0 {
 		t.Errorf("no surviving node ran a sample on a later claim: the killed node held none")
 	}
-	t.Logf("%d samples, %d redelivered and deduped, %d request_done", len(got), dups, dones)
+	t.Logf("%d samples, %d redelivered and deduped, %d request_done", len(s.got), s.dups, s.dones)
 }
 
 // clusterNode is one `agentrt serve` of the cluster; its stderr is scanned for the lines the test waits on.

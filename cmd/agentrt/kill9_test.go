@@ -86,6 +86,47 @@ func failWithLog(t *testing.T, logPath, format string, args ...any) {
 }
 
 // wsConsumer is a minimal trainer: it acks everything it reads and dedupes by trajectory id.
+// tally is what a trainer received, by trajectory id: a redelivered trajectory is counted as a duplicate.
+type tally struct {
+	got         map[string]bool
+	dups, dones int
+	done        map[string]any // the last request_done
+}
+
+func newTally() *tally { return &tally{got: map[string]bool{}} }
+
+// consume reads, acks and dedupes until stop says so; it reports false if the connection ended first. Every
+// trajectory must be completed; a rejected or error frame calls fail.
+func (s *tally) consume(t *testing.T, c *wsConsumer, stop func() bool, fail func(format string, args ...any)) bool {
+	t.Helper()
+	for !stop() {
+		m := c.read(t)
+		if m == nil {
+			return false
+		}
+		switch m["type"] {
+		case "trajectory":
+			id := m["trajectory_id"].(string)
+			if s.got[id] {
+				s.dups++
+			}
+			s.got[id] = true
+			if st := m["trajectory"].(map[string]any)["status"]; st != "completed" {
+				t.Errorf("%s: status %v", id, st)
+			}
+		case "request_done":
+			s.dones++
+			s.done = m
+		case "rejected", "error":
+			fail("server answered %v", m)
+		default:
+			continue
+		}
+		c.send(t, map[string]any{"type": "ack", "seqs": []any{m["seq"]}})
+	}
+	return true
+}
+
 type wsConsumer struct {
 	ws      *websocket.Conn
 	welcome map[string]any
@@ -176,37 +217,9 @@ func TestServeKill9ResumesRequests(t *testing.T) {
 		its = append(its, map[string]any{"id": fmt.Sprintf("q%d", i), "n": n,
 			"messages": []map[string]any{{"role": "user", "content": fmt.Sprintf("What is %d*7+%d?", i+2, i)}}})
 	}
-	got := map[string]bool{}
-	var dups, dones int
-	var done map[string]any
-	// consume reads, acks and dedupes until stop says so or the connection ends.
-	consume := func(c *wsConsumer, stop func() bool) {
-		for !stop() {
-			m := c.read(t)
-			if m == nil {
-				return
-			}
-			switch m["type"] {
-			case "trajectory":
-				id := m["trajectory_id"].(string)
-				if got[id] {
-					dups++
-				}
-				got[id] = true
-				if st := m["trajectory"].(map[string]any)["status"]; st != "completed" {
-					t.Errorf("%s: status %v", id, st)
-				}
-			case "request_done":
-				dones++
-				done = m
-			case "rejected", "error":
-				failWithLog(t, logPath, "server answered %v", m)
-			default:
-				continue
-			}
-			c.send(t, map[string]any{"type": "ack", "seqs": []any{m["seq"]}})
-		}
-	}
+	s := newTally()
+	fail := func(format string, args ...any) { failWithLog(t, logPath, format, args...) }
+	consume := func(c *wsConsumer, stop func() bool) { s.consume(t, c, stop, fail) }
 
 	p, url := start()
 	c := dialConsumer(t, url)
@@ -216,30 +229,30 @@ func TestServeKill9ResumesRequests(t *testing.T) {
 	}
 	for kill := 1; kill <= 2; kill++ {
 		want := 3 * kill
-		consume(c, func() bool { return len(got) >= want || done != nil })
+		consume(c, func() bool { return len(s.got) >= want || s.done != nil })
 		p.kill9(t)
-		t.Logf("kill -9 #%d after %d of %d samples", kill, len(got), items*n)
+		t.Logf("kill -9 #%d after %d of %d samples", kill, len(s.got), items*n)
 		p, url = start()
 		c = dialConsumer(t, url)
-		if done == nil && !c.inWelcome("active_requests", "r") && !c.inWelcome("done_requests", "r") {
+		if s.done == nil && !c.inWelcome("active_requests", "r") && !c.inWelcome("done_requests", "r") {
 			failWithLog(t, logPath, "after restart #%d the server does not know request r: welcome %v", kill, c.welcome)
 		}
 	}
-	consume(c, func() bool { return done != nil && len(got) == items*n })
-	if done == nil {
+	consume(c, func() bool { return s.done != nil && len(s.got) == items*n })
+	if s.done == nil {
 		failWithLog(t, logPath, "the connection ended before request_done")
 	}
 	for i := range items {
 		for k := range n {
-			if id := fmt.Sprintf("r/q%d/%d", i, k); !got[id] {
+			if id := fmt.Sprintf("r/q%d/%d", i, k); !s.got[id] {
 				t.Errorf("sample %s never arrived", id)
 			}
 		}
 	}
-	if len(got) != items*n || done["status"] != "completed" || done["trajectories"].(float64) != items*n {
-		failWithLog(t, logPath, "got %d distinct samples, request_done %v", len(got), done)
+	if len(s.got) != items*n || s.done["status"] != "completed" || s.done["trajectories"].(float64) != items*n {
+		failWithLog(t, logPath, "got %d distinct samples, request_done %v", len(s.got), s.done)
 	}
-	t.Logf("%d samples, %d redelivered and deduped, %d request_done", len(got), dups, dones)
+	t.Logf("%d samples, %d redelivered and deduped, %d request_done", len(s.got), s.dups, s.dones)
 	p.kill9(t)
 }
 
