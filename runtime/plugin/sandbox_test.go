@@ -13,9 +13,20 @@ import (
 	"github.com/agentrt/agentrt/runtime/plugin"
 )
 
-// probe loads the misbehaving Go guest, sandboxed, with one instance so that replacement is observable.
+// probe loads the misbehaving Go guest, sandboxed, with one instance so that replacement is observable. Its time
+// limit is far above any call's real cost, so that a loaded machine cannot turn a quick call into a timeout.
 func probe(t *testing.T, h *plugin.Host, grants plugin.Grants) (*plugin.Module, *plugin.Tool) {
-	return probeWith(t, h, grants, plugin.Limits{Timeout: 300 * time.Millisecond, MaxMemoryMB: 32})
+	return probeWith(t, h, grants, plugin.Limits{Timeout: 20 * time.Second, MaxMemoryMB: 32})
+}
+
+// runawayLimit is the time limit of the tests whose guest runs forever. It bounds the test's duration, and the
+// quick calls those tests make after the timeout run under it too, so it is kept well above a starved scheduler's
+// pause on a shared 2-core machine (300ms was once not enough for a file read in CI).
+const runawayLimit = 2 * time.Second
+
+// probeRunaway is probe with runawayLimit.
+func probeRunaway(t *testing.T, h *plugin.Host, grants plugin.Grants) (*plugin.Module, *plugin.Tool) {
+	return probeWith(t, h, grants, plugin.Limits{Timeout: runawayLimit, MaxMemoryMB: 32})
 }
 
 func probeWith(t *testing.T, h *plugin.Host, grants plugin.Grants, lim plugin.Limits) (*plugin.Module, *plugin.Tool) {
@@ -92,12 +103,12 @@ func TestBadGuestsAreContained(t *testing.T) {
 func TestTimeoutStopsSpinningGuest(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	m, tool := probe(t, h, plugin.Grants{})
+	m, tool := probeRunaway(t, h, plugin.Grants{})
 	start := time.Now()
 	_, err := call(t, tool, "spin", `{}`)
 	var te *plugin.TimeoutError
-	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) || te.Limit != 300*time.Millisecond {
-		t.Fatalf("spin: %v; want a TimeoutError at 300ms", err)
+	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) || te.Limit != runawayLimit {
+		t.Fatalf("spin: %v; want a TimeoutError at %v", err, runawayLimit)
 	}
 	t.Logf("spin stopped after %v", time.Since(start).Round(time.Millisecond))
 	if m.Replaced() != 1 {
@@ -124,14 +135,14 @@ func TestTimeoutStopsSpinningGuest(t *testing.T) {
 func TestTimeoutStopsSleepingGuest(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
-	m, tool := probe(t, h, plugin.Grants{Clock: true})
+	m, tool := probeRunaway(t, h, plugin.Grants{Clock: true})
 	if res, err := call(t, tool, "sleep", `{"ms": 1}`); err != nil || res.Text != "slept" {
 		t.Fatalf("short sleep: %+v, %v", res, err)
 	}
 	_, err := call(t, tool, "sleep", `{}`)
 	var te *plugin.TimeoutError
-	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) || te.Limit != 300*time.Millisecond {
-		t.Fatalf("sleep: %v; want a TimeoutError at 300ms", err)
+	if !errors.As(err, &te) || !errors.Is(err, context.DeadlineExceeded) || te.Limit != runawayLimit {
+		t.Fatalf("sleep: %v; want a TimeoutError at %v", err, runawayLimit)
 	}
 	if m.Replaced() != 1 {
 		t.Fatalf("Replaced() = %d", m.Replaced())
@@ -249,7 +260,7 @@ func TestConcurrentTimeoutsAndCalls(t *testing.T) {
 	t.Parallel()
 	h := newHost(t)
 	m := load(t, h, plugin.Spec{Name: "probe.wasm", Wasm: wasm(t, "go/probe/probe.wasm"), PoolSize: 2,
-		Limits: plugin.Limits{Timeout: 200 * time.Millisecond}})
+		Limits: plugin.Limits{Timeout: runawayLimit}})
 	tool, _ := m.Tool()
 	ctx := context.Background()
 	errs := make(chan error, 16)
