@@ -63,7 +63,7 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 		cfg.Server.Addr = *addr
 	}
 	if *spoolDir != "" {
-		cfg.Server.SpoolDir = *spoolDir
+		cfg.SetSpoolDir(*spoolDir)
 	}
 	if cfg.Server.Token == "" {
 		// The trainer client reads the same variable; a launcher (agentrt_client.ray) passes the token here

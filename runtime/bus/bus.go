@@ -50,6 +50,7 @@ type Bus struct {
 	log    *slog.Logger
 	srv    *server.Server // nil in external mode
 	ownSrv bool           // Close shuts srv down
+	lock   *os.File       // the embedded store's lock (lockStore), released by Close
 	nc     *nats.Conn
 	js     jetstream.JetStream
 
@@ -77,13 +78,29 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	var srv *server.Server
+	var lock *os.File
 	if cfg.Mode != ModeExternal {
+		if cfg.Dir == "" {
+			return nil, errors.New("bus: no store dir (bus.dir, or server.spool_dir)")
+		}
 		var err error
+		if lock, err = lockStore(cfg.Dir); err != nil {
+			return nil, err
+		}
 		if srv, err = startServer(cfg, log); err != nil {
+			lock.Close()
 			return nil, err
 		}
 	}
-	return attach(ctx, cfg, log, srv, true)
+	b, err := attach(ctx, cfg, log, srv, true)
+	if err != nil {
+		if lock != nil {
+			lock.Close()
+		}
+		return nil, err
+	}
+	b.lock = lock
+	return b, nil
 }
 
 // attach connects to srv in-process (nil: to cfg.URL) and sets the store up; own says whether Close shuts srv
@@ -380,6 +397,9 @@ func (b *Bus) Close() error {
 		b.nc.Close()
 	}
 	b.shutdownServer()
+	if b.lock != nil {
+		b.lock.Close() // after the server is down: the store is free for the next process
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -40,6 +41,18 @@ type Config struct {
 	// Bus is the scale-out store on NATS JetStream (runtime/bus, docs/scale-out.md); bus.dir "" is
 	// <server.spool_dir>/bus.
 	Bus bus.Config `toml:"bus"`
+
+	busDirDefault bool // Bus.Dir was derived from Server.SpoolDir at load (SetSpoolDir moves it along)
+}
+
+// SetSpoolDir replaces server.spool_dir (serve's --spool-dir). An embedded store whose dir came from the spool dir
+// moves with it: two serve processes given their own spool dirs must not share one store. A bus.dir set in the
+// file stays where it is.
+func (c *Config) SetSpoolDir(dir string) {
+	c.Server.SpoolDir = dir
+	if c.busDirDefault {
+		c.Bus.Dir = filepath.Join(dir, "bus")
+	}
 }
 
 // Server configures `agentrt serve`.

@@ -110,6 +110,7 @@ func parse(path, src string) (*Config, error) {
 	cfg.Server.SpoolDir = expandPath(base, cfg.Server.SpoolDir)
 	if cfg.Bus.Dir == "" {
 		cfg.Bus.Dir = filepath.Join(cfg.Server.SpoolDir, "bus")
+		cfg.busDirDefault = true
 	} else {
 		cfg.Bus.Dir = expandPath(base, cfg.Bus.Dir)
 	}

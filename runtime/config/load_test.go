@@ -91,6 +91,17 @@ func TestParseGood(t *testing.T) {
 	if cfg.Bus.Mode != "embedded" || cfg.Bus.Dir != "/etc/agentrt/spool/bus" {
 		t.Errorf("bus defaults: mode %q, dir %q; want embedded under the spool dir", cfg.Bus.Mode, cfg.Bus.Dir)
 	}
+	// serve's --spool-dir takes the default store along; a bus.dir of the file's own stays.
+	if cfg.SetSpoolDir("/srv/node-1"); cfg.Server.SpoolDir != "/srv/node-1" || cfg.Bus.Dir != "/srv/node-1/bus" {
+		t.Errorf("after SetSpoolDir: spool %q, bus dir %q; want the store under the new spool dir", cfg.Server.SpoolDir, cfg.Bus.Dir)
+	}
+	own, err := Parse("/etc/agentrt/runtime.toml", good+"\n[bus]\ndir = \"store\"\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if own.SetSpoolDir("/srv/node-1"); own.Bus.Dir != "/etc/agentrt/store" {
+		t.Errorf("SetSpoolDir moved an explicit bus.dir to %q", own.Bus.Dir)
+	}
 	if a.Hooks[0].Config["max_tool_iters"] != int64(3) {
 		t.Errorf("hook config = %#v", a.Hooks[0].Config)
 	}
