@@ -341,6 +341,37 @@ func retry(ctx context.Context, log *slog.Logger, f func(ctx context.Context) er
 	}
 }
 
+// retryTransient calls f until it succeeds, fails for good (an error transient does not accept), or ctx ends. Each
+// attempt has its own deadline, growing from 2s, so that a request lost with a dead stream leader is sent again
+// once the cluster has elected another (seconds) instead of waiting for the caller's whole deadline; a slow but
+// healthy store gets longer attempts. f must be idempotent.
+func retryTransient(ctx context.Context, log *slog.Logger, what string, f func(ctx context.Context) error) error {
+	for wait, attempt := 2*time.Second, 1; ; wait, attempt = min(2*wait, 16*time.Second), attempt+1 {
+		actx, cancel := context.WithTimeout(ctx, wait)
+		err := f(actx)
+		cancel()
+		if err == nil || !transient(err) || ctx.Err() != nil {
+			return err
+		}
+		log.Warn("bus: the store did not answer, trying again", "op", what, "attempt", attempt, "attempt_timeout", wait, "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// transient says whether err is the store not answering for now (no leader, a timeout, a reconnecting
+// connection) rather than an answer.
+func transient(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected) ||
+		(errors.As(err, &api) && api.Code == 503)
+}
+
 func (b *Bus) setDisconnected(d bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -239,4 +240,69 @@ func TestClusterSurvivesANodeDeath(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSubmitRidesThroughALeaderDeath: a submit sent at once after the request bucket's stream leader dies is
+// stored, not failed: its attempts time out while the survivors elect a leader and the next one lands. It is
+// stored once: the record is not taken for a duplicate of itself, and every sample has one work item.
+func TestSubmitRidesThroughALeaderDeath(t *testing.T) {
+	nodes := cluster(t)
+	kv := "KV_" + RequestBucket
+	victim := leaderOf(t, nodes, nodes[0], kv)
+	if w := leaderOf(t, nodes, nodes[0], WorkStream); w != victim {
+		t.Logf("the work stream is led by %s, the request bucket by %s", nodes[w].ServerName(), nodes[victim].ServerName())
+	}
+	submitter := nodes[(victim+1)%3]
+	nodes[victim].Close()
+	req, ss := request("trainer", "r", 4, 2)
+	out, err := submitter.Submit(patienceCtx(t), req, ss)
+	if err != nil || out.Duplicate || out.Stored != 8 {
+		t.Fatalf("submit after the leader's death: %+v, %v; want 8 work items stored, not a duplicate", out, err)
+	}
+	if l := leaderOf(t, nodes, submitter, kv); l == victim {
+		t.Fatalf("the dead node still leads %s", kv)
+	}
+	// Exactly one work item per sample, read back from the work stream.
+	s, err := submitter.js.Stream(patienceCtx(t), WorkStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(patienceCtx(t))
+	if err != nil || info.State.Msgs != 8 {
+		t.Fatalf("work stream after the submit: %+v, %v; want 8 messages", info.State, err)
+	}
+	// And a real duplicate is still one.
+	if out, err := submitter.Submit(patienceCtx(t), req, ss); err != nil || !out.Duplicate || out.Stored != 0 {
+		t.Fatalf("second submit of r: %+v, %v; want a duplicate storing nothing", out, err)
+	}
+}
+
+// TestSubmitRidesThroughItsServerDeath: an external-mode node whose NATS server dies reconnects to another; a
+// submit sent at once is stored once, not failed after the caller's whole deadline.
+func TestSubmitRidesThroughItsServerDeath(t *testing.T) {
+	nodes := cluster(t)
+	cfg := DefaultConfig()
+	cfg.Mode = ModeExternal
+	var urls []string
+	for _, n := range nodes {
+		urls = append(urls, n.srv.ClientURL())
+	}
+	cfg.URL = strings.Join(urls, ",")
+	ext, err := Open(patienceCtx(t), cfg, slog.New(slog.NewTextHandler(tlog{t}, nil)).With("node", "external"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ext.Close() })
+	victim := slices.Index(urls, ext.nc.ConnectedUrl())
+	if victim < 0 {
+		t.Fatalf("connected to %q, not one of %v", ext.nc.ConnectedUrl(), urls)
+	}
+	nodes[victim].Close()
+	t.Logf("killed %s, the external node's server", nodes[victim].ServerName())
+	req, ss := request("trainer", "r", 4, 2)
+	out, err := ext.Submit(patienceCtx(t), req, ss)
+	if err != nil || out.Duplicate || out.Stored != 8 {
+		t.Fatalf("submit after its server's death: %+v, %v; want 8 work items stored, not a duplicate", out, err)
+	}
+	t.Logf("stored through %s", ext.nc.ConnectedUrl())
 }

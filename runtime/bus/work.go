@@ -1,6 +1,7 @@
 package bus
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,6 +80,21 @@ func (b *Bus) Submit(ctx context.Context, req Request, samples []Sample) (Submit
 			return Submitted{}, fmt.Errorf("bus: submit %q: sample %q belongs to another request", req.ID, s.TrajectoryID)
 		}
 	}
+	var out Submitted
+	stored := 0
+	mine := false // an earlier attempt's Create may have stored the record: finding it then is not a duplicate
+	err := retryTransient(ctx, b.log, "submit "+req.ID, func(ctx context.Context) (err error) {
+		out, err = b.submitOnce(ctx, req, samples, &mine)
+		stored += out.Stored
+		return err
+	})
+	out.Stored = stored
+	return out, err
+}
+
+// submitOnce is one attempt of Submit. mine is set once this call's Create stored the record or may have (it
+// failed transiently); a later attempt that finds an equal record then takes it as its own, not as a duplicate.
+func (b *Bus) submitOnce(ctx context.Context, req Request, samples []Sample, mine *bool) (Submitted, error) {
 	key := requestKey(req.Consumer, req.ID)
 	req.FannedOut = false
 	val, err := json.Marshal(req)
@@ -86,9 +102,13 @@ func (b *Bus) Submit(ctx context.Context, req Request, samples []Sample) (Submit
 		return Submitted{}, fmt.Errorf("bus: submit %q: %w", req.ID, err)
 	}
 	var out Submitted
+	found := false
 	rev, err := b.requests.Create(ctx, key, val)
+	if err == nil || transient(err) {
+		*mine = true
+	}
 	if errors.Is(err, jetstream.ErrKeyExists) {
-		out.Duplicate = true
+		found = true
 		e, err := b.requests.Get(ctx, key)
 		if err != nil {
 			return out, fmt.Errorf("bus: submit %q: read the request: %w", req.ID, err)
@@ -97,6 +117,7 @@ func (b *Bus) Submit(ctx context.Context, req Request, samples []Sample) (Submit
 		if err := json.Unmarshal(e.Value(), &prev); err != nil {
 			return out, fmt.Errorf("bus: submit %q: stored request: %w", req.ID, err)
 		}
+		out.Duplicate = !*mine || !sameSubmit(prev, req)
 		if prev.FannedOut {
 			return out, nil
 		}
@@ -104,7 +125,8 @@ func (b *Bus) Submit(ctx context.Context, req Request, samples []Sample) (Submit
 	} else if err != nil {
 		return out, fmt.Errorf("bus: submit %q: %w", req.ID, err)
 	}
-	n, err := b.fanOut(ctx, rev, samples, out.Duplicate)
+	// A resumed fan-out (a record found unfinished) skips the samples whose results are stored.
+	n, err := b.fanOut(ctx, rev, samples, found)
 	out.Stored = n
 	if err != nil {
 		return out, fmt.Errorf("bus: submit %q: %w", req.ID, err)
@@ -117,6 +139,13 @@ func (b *Bus) Submit(ctx context.Context, req Request, samples []Sample) (Submit
 		return out, fmt.Errorf("bus: submit %q: mark the fan-out done: %w", req.ID, err)
 	}
 	return out, nil
+}
+
+// sameSubmit says whether stored is the record req's submit makes (before the fan-out's mark; a cancel or a done
+// ack makes it another).
+func sameSubmit(stored, req Request) bool {
+	return stored.Consumer == req.Consumer && stored.ID == req.ID && stored.Samples == req.Samples &&
+		bytes.Equal(stored.Body, req.Body) && !stored.Cancelled && !stored.DoneAcked
 }
 
 // fanOut publishes one work item per sample and returns how many were new. The message id is the trajectory id
