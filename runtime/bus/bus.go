@@ -403,6 +403,22 @@ func (b *Bus) ServerName() string {
 	return b.srv.Name()
 }
 
+// NodeName is the name this node's results carry: the embedded server's name, or in external mode bus.name or
+// else host-pid (unique among the processes on one NATS cluster, and says where to look).
+func (b *Bus) NodeName() string {
+	if b.srv != nil {
+		return b.srv.Name()
+	}
+	if b.cfg.Name != "" {
+		return b.cfg.Name
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "agentrt"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
+}
+
 // ClusterAddr is the embedded server's route listener ("" unless cluster mode), for peers' routes.
 func (b *Bus) ClusterAddr() string {
 	if b.srv == nil || b.cfg.Mode != ModeCluster {

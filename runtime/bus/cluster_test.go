@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -305,4 +307,24 @@ func TestSubmitRidesThroughItsServerDeath(t *testing.T) {
 		t.Fatalf("submit after its server's death: %+v, %v; want 8 work items stored, not a duplicate", out, err)
 	}
 	t.Logf("stored through %s", ext.nc.ConnectedUrl())
+
+	// The external node runs the samples; its results name it host-pid (it has no server of its own).
+	host, _ := os.Hostname()
+	if want := host + "-" + strconv.Itoa(os.Getpid()); ext.NodeName() != want {
+		t.Errorf("NodeName() = %q, want %q", ext.NodeName(), want)
+	}
+	release := make(chan struct{})
+	close(release)
+	serve(t, ext, Node{Slots: 2, Run: blocking(release)})
+	o, err := ext.Outbox(patienceCtx(t), "trainer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, o, "r", 8)
+	checkAll(t, got, ss)
+	for id, r := range got {
+		if r.Node != ext.NodeName() {
+			t.Errorf("%s: stored by node %q, want %q", id, r.Node, ext.NodeName())
+		}
+	}
 }

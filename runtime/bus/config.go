@@ -30,7 +30,9 @@ type Config struct {
 	Mode string `toml:"mode"`
 	// Dir is the embedded server's store; "" is <server.spool_dir>/bus (set by the config loader).
 	Dir string `toml:"dir"`
-	// Name is this node's server name; required in cluster mode (unique within the cluster).
+	// Name is this node's server name; required in cluster mode (unique within the cluster). In external mode it
+	// is the name results carry as the node that ran them (default: host-pid); embedded mode names the server
+	// itself.
 	Name string `toml:"name"`
 	// Cluster is the cluster's name (cluster mode); every node must give the same.
 	Cluster string `toml:"cluster"`
@@ -138,13 +140,13 @@ func (c Config) Validate() (key string, err error) {
 	if c.Mode != ModeCluster && (c.Listen != "" || len(c.Routes) > 0) {
 		return "routes", fmt.Errorf("listen and routes are for mode = %q (mode is %q)", ModeCluster, c.Mode)
 	}
+	if strings.ContainsAny(c.Name, " \t\r\n.*>") {
+		return "name", fmt.Errorf("%q: a node name may not hold spaces, '.', '*' or '>'", c.Name)
+	}
 	switch c.Mode {
 	case ModeCluster:
 		if c.Name == "" {
 			return "name", fmt.Errorf("cluster mode needs a server name, unique within the cluster")
-		}
-		if strings.ContainsAny(c.Name, " \t.*>") {
-			return "name", fmt.Errorf("%q: a server name may not hold spaces, '.', '*' or '>'", c.Name)
 		}
 		if c.Cluster == "" {
 			return "cluster", fmt.Errorf("cluster mode needs a cluster name")

@@ -220,7 +220,7 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 	if _, open := b.requestOpen(bg, n, m, s, delivery); !open {
 		return
 	}
-	dup, err := b.publishResult(bg, Result{Sample: s, Status: StatusFinished, Node: b.ServerName(), Delivery: delivery, Trajectory: traj})
+	dup, err := b.publishResult(bg, Result{Sample: s, Status: StatusFinished, Node: b.NodeName(), Delivery: delivery, Trajectory: traj})
 	if err != nil {
 		n.observe(EventError, s, delivery, err)
 		return // the claim lapses and another node runs the sample again
@@ -261,7 +261,7 @@ func (b *Bus) fail(ctx context.Context, n Node, m jetstream.Msg, s Sample, deliv
 	if n.Failed != nil {
 		traj = n.Failed(s, reason, msg)
 	}
-	dup, err := b.publishResult(ctx, Result{Sample: s, Status: StatusFailed, Reason: reason, Error: msg, Node: b.ServerName(), Delivery: delivery, Trajectory: traj})
+	dup, err := b.publishResult(ctx, Result{Sample: s, Status: StatusFailed, Reason: reason, Error: msg, Node: b.NodeName(), Delivery: delivery, Trajectory: traj})
 	if err != nil {
 		n.observe(EventError, s, delivery, err)
 		return

@@ -151,7 +151,7 @@ func (b *Bus) StoreTrajectory(ctx context.Context, consumer, request string, s S
 	if consumer == "" || request == "" || s.TrajectoryID == "" {
 		return false, errors.New("bus: store trajectory: consumer, request and trajectory id are required")
 	}
-	m := resultMsg(Result{Sample: s, Status: StatusFinished, Node: b.ServerName(), Delivery: 1, Trajectory: traj})
+	m := resultMsg(Result{Sample: s, Status: StatusFinished, Node: b.NodeName(), Delivery: 1, Trajectory: traj})
 	_, err = b.js.PublishMsg(ctx, m, jetstream.WithExpectStream(ResultStream))
 	if isSubjectFull(err) {
 		return true, nil

@@ -254,7 +254,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	defer stopNode()
 	drain := make(chan struct{})
 	nodeDone := make(chan error, 1)
-	nlog := s.log.With("component", "node", "node", s.bus.ServerName())
+	nlog := s.log.With("component", "node", "node", s.bus.NodeName())
 	go func() {
 		nodeDone <- s.bus.Serve(nodeCtx, bus.Node{Slots: s.cfg.Server.Concurrency, Run: s.svc.RunSample,
 			Failed: rollout.FailedSample, Drain: drain, Observe: func(e bus.Event) {
