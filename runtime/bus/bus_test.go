@@ -9,6 +9,8 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentrt/agentrt/internal/testutil"
 )
 
 func withSubjects(consumer, request string) jetstream.StreamInfoOpt {
@@ -498,4 +500,35 @@ func TestCancelReachesEveryNode(t *testing.T) {
 	if active, done, _, err := b.Requests(ctx, "trainer"); err != nil || len(active) != 0 || len(done) != 1 {
 		t.Fatalf("requests once done: active %v, done %v, %v", active, done, err)
 	}
+}
+
+// TestBacklog: the backlog counts every trainer's messages not acked yet (results and done markers, waiting or
+// offered), and drops as they are acked.
+func TestBacklog(t *testing.T) {
+	b := openBus(t, testConfig(t))
+	ctx := patienceCtx(t)
+	for _, consumer := range []string{"t1", "t2"} {
+		if _, err := b.Outbox(ctx, consumer); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r1, s1 := request("t1", "r", 1, 3)
+	r2, s2 := request("t2", "r", 1, 2)
+	submit(t, b, r1, s1)
+	submit(t, b, r2, s2)
+	serve(t, b, Node{Slots: 2, Run: echo})
+	backlog := func() int {
+		n, err := b.Backlog(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	testutil.Until(t, "a backlog of 7 (3+2 results, 2 done markers)", func() bool { return backlog() == 7 })
+	o, err := b.Outbox(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkAll(t, drain(t, o, "r", 3), s1)
+	testutil.Until(t, "a backlog of 3 once t1 acked its 4 messages", func() bool { return backlog() == 3 })
 }

@@ -285,6 +285,22 @@ func (o *Outbox) Unacked(ctx context.Context) (int, error) {
 	return int(ci.NumPending) + ci.NumAckPending, nil
 }
 
+// Backlog is the number of messages in every trainer's outbox not acked yet (waiting or offered): what the bbolt
+// spool's record count was, the same figure on every node.
+func (b *Bus) Backlog(ctx context.Context) (int, error) {
+	n := 0
+	lister := b.results.ListConsumers(ctx)
+	for ci := range lister.Info() {
+		if strings.HasPrefix(ci.Name, outboxPrefix) {
+			n += int(ci.NumPending) + ci.NumAckPending
+		}
+	}
+	if err := lister.Err(); err != nil {
+		return 0, fmt.Errorf("bus: outboxes: %w", err)
+	}
+	return n, nil
+}
+
 // DropOutbox deletes what consumer's outbox holds (a trainer that starts afresh): the outbox is made again so
 // that it offers only results stored from now on. It returns how many messages it held.
 func (b *Bus) DropOutbox(ctx context.Context, consumer string) (int, error) {

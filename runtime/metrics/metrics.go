@@ -19,7 +19,7 @@ import (
 // Gauges are read at scrape time.
 type Gauges struct {
 	InFlight     func() float64 // episodes running
-	SpoolBacklog func() float64 // trajectories spooled and not yet acked
+	SpoolBacklog func() float64 // messages for trainers not yet acked (on the bus: every trainer's)
 	SGLangQueued func() float64 // /generate calls waiting for a worker slot
 	SGLangLimit  func() float64 // in-flight bound over all workers (sglang.adaptive moves it)
 	// StaleWeightConsumers: consumers whose weight_version has not changed for server.weight_version_warn_after
@@ -89,7 +89,8 @@ func New(g Gauges) *Metrics {
 		}
 	}
 	gauge("agentrt_episodes_in_flight", "Episodes running.", g.InFlight)
-	gauge("agentrt_spool_backlog", "Trajectories in the spool, not yet acked by a trainer.", g.SpoolBacklog)
+	gauge("agentrt_spool_backlog", "Messages for trainers (trajectories, request_done) not yet acked; on the bus every "+
+		"trainer's, the same figure on every node.", g.SpoolBacklog)
 	gauge("agentrt_sglang_queued_requests", "/generate calls waiting for a worker slot.", g.SGLangQueued)
 	gauge("agentrt_sglang_in_flight_limit", "The /generate in-flight bound summed over workers (max_in_flight_per_worker, "+
 		"or the adaptive limits of sglang.adaptive).", g.SGLangLimit)

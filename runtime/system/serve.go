@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/agentrt/agentrt/runtime/bus"
@@ -38,6 +39,8 @@ type Server struct {
 	view *viewer.Handler
 	ln   net.Listener
 	hs   *http.Server
+
+	lastBacklog atomic.Int64 // the backlog gauge's last figure (backlog)
 }
 
 // viewerObserver hands each finished trajectory to the metrics and the viewer's ring.
@@ -156,12 +159,7 @@ func (s *Server) gauges() metrics.Gauges {
 			}
 			return float64(s.svc.InFlight())
 		},
-		SpoolBacklog: func() float64 {
-			if s.strm == nil {
-				return 0
-			}
-			return float64(s.strm.Stats().SpoolRecords)
-		},
+		SpoolBacklog: s.backlog,
 		StaleWeightConsumers: func() float64 {
 			if s.svc == nil {
 				return 0
@@ -333,4 +331,21 @@ func (s *Server) Close() {
 	if s.sys != nil {
 		s.sys.Close()
 	}
+}
+
+// backlog is the agentrt_spool_backlog gauge: the trainers' unacked messages on the bus (the last figure read when
+// the bus does not answer within a scrape's time: a gauge that dropped to 0 would say the backlog emptied).
+func (s *Server) backlog() float64 {
+	if s.bus == nil {
+		return 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	n, err := s.bus.Backlog(ctx)
+	if err != nil {
+		s.log.Debug("metrics: backlog", "err", err)
+		return float64(s.lastBacklog.Load())
+	}
+	s.lastBacklog.Store(int64(n))
+	return float64(n)
 }
