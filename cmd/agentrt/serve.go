@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/agentrt/agentrt/runtime/config"
@@ -42,6 +43,7 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	addr := fs.String("addr", "", "listen address (default: server.addr from CONFIG)")
 	spoolDir := fs.String("spool-dir", "", "spool folder (default: server.spool_dir from CONFIG); each running serve needs its own")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole serve to FILE when it stops (go tool pprof)")
 	var cfgPath string
 	if code, ok := fs.parse(args, &cfgPath); !ok {
 		return code
@@ -71,6 +73,17 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 		cfg.Server.Token = os.Getenv("AGENTRT_TOKEN")
 	}
 
+	if *cpuProfile != "" {
+		pf, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fs.fail(exitUsage, "--cpuprofile: %v", err)
+		}
+		defer pf.Close()
+		if err := pprof.StartCPUProfile(pf); err != nil {
+			return fs.fail(exitUsage, "--cpuprofile: %v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	srv, err := system.NewServer(ctx, cfg, filepath.Base(cfgPath), log, io.err)

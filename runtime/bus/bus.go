@@ -62,6 +62,9 @@ type Bus struct {
 	disconnected time.Time // zero while connected
 	closed       bool
 
+	statesMu sync.Mutex
+	states   map[string]recordState // request key -> its record's last revision decoded here (requestCancelled)
+
 	runMu   sync.Mutex
 	running map[string]map[*context.CancelCauseFunc]struct{} // request key -> the runs of its samples here
 	watchOn sync.Once
@@ -106,7 +109,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Bus, error) {
 // attach connects to srv in-process (nil: to cfg.URL) and sets the store up; own says whether Close shuts srv
 // down.
 func attach(ctx context.Context, cfg Config, log *slog.Logger, srv *server.Server, own bool) (*Bus, error) {
-	b := &Bus{cfg: cfg, log: log, srv: srv, ownSrv: own}
+	b := &Bus{cfg: cfg, log: log, srv: srv, ownSrv: own, states: map[string]recordState{}}
 	opts := []nats.Option{
 		nats.Name("agentrt"),
 		nats.MaxReconnects(-1),
