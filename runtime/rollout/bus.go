@@ -2,6 +2,8 @@ package rollout
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -22,19 +24,31 @@ type sampleBody struct {
 	Events bool `json:"events,omitempty"`
 }
 
-// requestBody is what the bus keeps of an accepted request: the journal entry a restart or another node needs.
+// requestBody is what the bus keeps of an accepted request besides its counts: its agent, its number of items and a
+// digest of the whole request (the bus tells a retry of the same submit from another submit reusing the id by the
+// record). The items themselves travel in the work items, which are all a node needs; a copy of every item in the
+// record made each sample's read of the record grow with the request.
 type requestBody struct {
-	Agent    string          `json:"agent,omitempty"`
-	Items    []stream.Item   `json:"items"`
-	Sampling json.RawMessage `json:"sampling,omitempty"`
-	Events   bool            `json:"events,omitempty"`
+	Agent  string `json:"agent,omitempty"`
+	Items  int    `json:"items"`
+	SHA256 string `json:"sha256"`
 }
 
 // BusSamples makes the bus record of a request and one work item per sample, with the ids Service.Run gives
 // them: group request/item, trajectory request/item/index.
 func BusSamples(req stream.RolloutRequest) (bus.Request, []bus.Sample, error) {
 	n := req.Samples()
-	body, err := json.Marshal(requestBody{Agent: req.Agent, Items: req.Items, Sampling: req.Sampling, Events: req.Events})
+	whole, err := json.Marshal(struct {
+		Agent    string          `json:"agent,omitempty"`
+		Items    []stream.Item   `json:"items"`
+		Sampling json.RawMessage `json:"sampling,omitempty"`
+		Events   bool            `json:"events,omitempty"`
+	}{req.Agent, req.Items, req.Sampling, req.Events})
+	if err != nil {
+		return bus.Request{}, nil, fmt.Errorf("rollout: request %s: %w", req.ID, err)
+	}
+	sum := sha256.Sum256(whole)
+	body, err := json.Marshal(requestBody{Agent: req.Agent, Items: len(req.Items), SHA256: hex.EncodeToString(sum[:])})
 	if err != nil {
 		return bus.Request{}, nil, fmt.Errorf("rollout: request %s: %w", req.ID, err)
 	}
