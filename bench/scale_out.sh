@@ -9,7 +9,7 @@
 #
 # Knobs (environment): PROMPTS (64), N samples per prompt (8), LATENCY of the emulator per call (20ms; failover
 # 100ms), CONCURRENCY episode slots per node (16; failover 8), NODES for throughput ("1 3"), ACK_WAIT for
-# failover (4s), REPEAT runs of each (1), AGENTRT_BIN (bin/agentrt). Needs `source ~/.cache/agentrt/env.sh`.
+# failover (4s), REPEAT runs of each (1), KEEP=1 keeps the nodes' logs, AGENTRT_BIN (bin/agentrt). Needs `source ~/.cache/agentrt/env.sh`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 case "${1:-}" in
@@ -42,7 +42,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	wait 2>/dev/null || true
-	rm -rf "$work"
+	if [[ -n ${KEEP:-} ]]; then echo "scale_out: logs kept in $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 

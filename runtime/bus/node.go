@@ -161,7 +161,10 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 	stopBg := context.AfterFunc(ctx, func() { time.AfterFunc(stopGrace, cancelBg) })
 	defer stopBg()
 	// A node that stored the result and died before its ack: the sample is done.
-	if _, err := b.results.GetLastMsgForSubject(bg, resultSubject(s.Consumer, s.Request, s.TrajectoryID)); err == nil {
+	if err := retryTransient(bg, b.log, "look up "+s.TrajectoryID, func(ctx context.Context) error {
+		_, err := b.results.GetLastMsgForSubject(ctx, resultSubject(s.Consumer, s.Request, s.TrajectoryID))
+		return err
+	}); err == nil {
 		n.observe(EventDuplicate, s, delivery, nil)
 		if err := b.closeIfDone(bg, s); err != nil {
 			n.observe(EventError, s, delivery, err)
@@ -230,7 +233,7 @@ func (b *Bus) handle(ctx context.Context, n Node, m jetstream.Msg) {
 	} else {
 		n.observe(EventStored, s, delivery, nil)
 	}
-	if err := m.DoubleAck(bg); err != nil && !dup {
+	if err := ackWork(bg, b, m); err != nil && !dup {
 		// Stored but not acked: the next claim finds the result and acks it.
 		n.observe(EventError, s, delivery, fmt.Errorf("bus: ack %q: %w", s.TrajectoryID, err))
 	}
@@ -259,7 +262,11 @@ func (b *Bus) requestOpen(ctx context.Context, n Node, m jetstream.Msg, s Sample
 // call (a cancel or a Forget must be seen), but decoded only when its revision is new to this node.
 func (b *Bus) requestCancelled(ctx context.Context, consumer, id string) (cancelled, found bool, err error) {
 	key := requestKey(consumer, id)
-	e, err := b.requests.Get(ctx, key)
+	var e jetstream.KeyValueEntry
+	err = retryTransient(ctx, b.log, "read request "+id, func(ctx context.Context) (err error) {
+		e, err = b.requests.Get(ctx, key)
+		return err
+	})
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return false, false, nil
 	}
@@ -341,4 +348,15 @@ func (b *Bus) heartbeat(ctx context.Context, n Node, m jetstream.Msg, s Sample, 
 			n.observe(EventHeartbeat, s, delivery, nil)
 		}
 	}
+}
+
+// ackWork acks a work item, resending an ack the server did not confirm (its leader died) with a fresh deadline.
+func ackWork(ctx context.Context, b *Bus, m jetstream.Msg) error {
+	return retryTransient(ctx, b.log, "ack", func(ctx context.Context) error {
+		err := m.DoubleAck(ctx)
+		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			return nil
+		}
+		return err
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ type Delivered struct {
 	// every delivery.
 	Seq uint64
 	m   jetstream.Msg
+	log *slog.Logger
 }
 
 // Nak offers the message again at once (to the next Next of any connection of this outbox).
@@ -42,8 +44,21 @@ func (d Delivered) Nak() error {
 const outboxPrefix = "out_"
 
 // Ack removes the message from the outbox; it is not offered again.
+// An ack the server does not confirm (the outbox's leader died) is sent again with a fresh deadline, so that one
+// lost confirmation does not hold the trainer's acks for the caller's whole deadline.
 func (d Delivered) Ack(ctx context.Context) error {
-	if err := d.m.DoubleAck(ctx); err != nil {
+	log := d.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	err := retryTransient(ctx, log, "ack", func(ctx context.Context) error {
+		err := d.m.DoubleAck(ctx)
+		if errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			return nil // an earlier attempt was confirmed after all
+		}
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("bus: ack: %w", err)
 	}
 	return nil
@@ -119,9 +134,9 @@ func (o *Outbox) decode(m jetstream.Msg) (Delivered, error) {
 		return Delivered{}, fmt.Errorf("bus: outbox: subject %q: %w", m.Subject(), err)
 	}
 	if parts[2] == "done" {
-		return Delivered{Result: Result{Sample: Sample{Consumer: o.consumer, Request: request}}, Done: true, Seq: seq, m: m}, nil
+		return Delivered{Result: Result{Sample: Sample{Consumer: o.consumer, Request: request}}, Done: true, Seq: seq, m: m, log: o.b.log}, nil
 	}
-	return Delivered{Result: decodeResult(o.consumer, request, m.Headers(), m.Data()), Seq: seq, m: m}, nil
+	return Delivered{Result: decodeResult(o.consumer, request, m.Headers(), m.Data()), Seq: seq, m: m, log: o.b.log}, nil
 }
 
 // Forget removes an ended request: its results, its done marker, its count and its record. Call it once the trainer has

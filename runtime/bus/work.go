@@ -252,12 +252,22 @@ type Result struct {
 func (b *Bus) publishResult(ctx context.Context, r Result) (dup bool, _ error) {
 	// The subject holds at most one message: a second publish is refused by the stream (10077), whether another
 	// node stored the result or this one did and its acknowledgement was lost (a retry after a leader change).
-	_, err := b.js.PublishMsg(ctx, resultMsg(r), jetstream.WithExpectStream(ResultStream))
-	if err != nil && !isSubjectFull(err) {
+	// Attempts with their own deadlines: a publish whose stream leader died is sent again once another is elected
+	// (its resend is refused as above if the first one was stored after all).
+	full := false
+	err := retryTransient(ctx, b.log, "store "+r.TrajectoryID, func(ctx context.Context) error {
+		_, err := b.js.PublishMsg(ctx, resultMsg(r), jetstream.WithExpectStream(ResultStream))
+		full = isSubjectFull(err)
+		if full {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
 		return false, fmt.Errorf("bus: store the result of %q: %w", r.TrajectoryID, err)
 	}
 	// Also on a duplicate: the node that stored the last result may have died before it closed the request.
-	return err != nil, b.closeIfDone(ctx, r.Sample)
+	return full, b.closeIfDone(ctx, r.Sample)
 }
 
 // resultMsg is the message of a result: the trajectory, and what the outbox needs in headers.
@@ -295,14 +305,23 @@ func isSubjectFull(err error) bool {
 func (b *Bus) closeIfDone(ctx context.Context, s Sample) error {
 	m := nats.NewMsg(countSubject(s.Consumer, s.Request))
 	m.Header.Set(hdrIncr, "1")
-	ack, err := b.js.PublishMsg(ctx, m) // (a counter increment takes no expectation headers)
+	// A resent increment may count twice: the count may run over, never under (above), so resending is safe.
+	var ack *jetstream.PubAck
+	err := retryTransient(ctx, b.log, "count "+s.TrajectoryID, func(ctx context.Context) (err error) {
+		ack, err = b.js.PublishMsg(ctx, m) // (a counter increment takes no expectation headers)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("bus: count the results of %q: %w", s.Request, err)
 	}
 	if n, err := strconv.Atoi(ack.Value); err != nil || n < s.Samples {
 		return nil
 	}
-	si, err := b.results.Info(ctx, jetstream.WithSubjectFilter(requestSubjects(s.Consumer, s.Request)+".t.*"))
+	var si *jetstream.StreamInfo
+	err = retryTransient(ctx, b.log, "count "+s.TrajectoryID, func(ctx context.Context) (err error) {
+		si, err = b.results.Info(ctx, jetstream.WithSubjectFilter(requestSubjects(s.Consumer, s.Request)+".t.*"))
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("bus: count the results of %q: %w", s.Request, err)
 	}
@@ -311,7 +330,13 @@ func (b *Bus) closeIfDone(ctx context.Context, s Sample) error {
 	}
 	done := nats.NewMsg(doneSubject(s.Consumer, s.Request))
 	done.Header.Set(hdrStatus, "done")
-	if _, err := b.js.PublishMsg(ctx, done, jetstream.WithExpectStream(ResultStream)); err != nil && !isSubjectFull(err) {
+	if err := retryTransient(ctx, b.log, "close "+s.Request, func(ctx context.Context) error {
+		_, err := b.js.PublishMsg(ctx, done, jetstream.WithExpectStream(ResultStream))
+		if isSubjectFull(err) {
+			return nil
+		}
+		return err
+	}); err != nil {
 		return fmt.Errorf("bus: close request %q: %w", s.Request, err)
 	}
 	return nil
