@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -25,8 +26,13 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.ContentLength != int64(len(b)) {
-			t.Errorf("Content-Length %d for a body of %d bytes", r.ContentLength, len(b))
+		// a body in parts (over joinBelow) comes chunked, a joined one with its length
+		if chunked := slices.Equal(r.TransferEncoding, []string{"chunked"}); len(b) > joinBelow {
+			if !chunked || r.ContentLength != -1 {
+				t.Errorf("a body of %d bytes came with Transfer-Encoding %q and Content-Length %d, want chunked", len(b), r.TransferEncoding, r.ContentLength)
+			}
+		} else if chunked || r.ContentLength != int64(len(b)) {
+			t.Errorf("Content-Length %d (Transfer-Encoding %q) for a body of %d bytes", r.ContentLength, r.TransferEncoding, len(b))
 		}
 		mu.Lock()
 		n := len(bodies)
@@ -117,7 +123,8 @@ func b2i(b bool) int {
 	return 0
 }
 
-// TestPartsReader: the parts come out in order, whatever the reader's buffer, and GetBody can read them again.
+// TestPartsReader: the parts come out in order, whatever the reader's buffer or a writer that takes them whole
+// (WriteTo, which skips empty parts: to a chunked writer an empty write would end the body).
 func TestPartsReader(t *testing.T) {
 	parts := [][]byte{[]byte("abc"), nil, []byte("d"), []byte("efghij")}
 	for _, size := range []int{1, 2, 3, 5, 64} {
@@ -138,7 +145,31 @@ func TestPartsReader(t *testing.T) {
 			t.Errorf("buffer %d: read %q", size, out)
 		}
 	}
+	for _, read := range []int{0, 1, 4} { // WriteTo after Reads of that many bytes
+		r := newPartsReader(parts)
+		head := make([]byte, read)
+		if _, err := io.ReadFull(r, head); err != nil {
+			t.Fatal(err)
+		}
+		w := &writesRecorder{}
+		n, err := r.WriteTo(w)
+		if err != nil || n != int64(10-read) || string(head)+strings.Join(w.writes, "") != "abcdefghij" {
+			t.Errorf("after reading %q: WriteTo = %d, %v; writes %q", head, n, err, w.writes)
+		}
+		for _, s := range w.writes {
+			if s == "" {
+				t.Errorf("after reading %q: an empty write in %q", head, w.writes)
+			}
+		}
+	}
 	if string(parts[0]) != "abc" || string(parts[3]) != "efghij" {
 		t.Errorf("the reader changed its parts: %q", parts)
 	}
+}
+
+type writesRecorder struct{ writes []string }
+
+func (w *writesRecorder) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
 }
