@@ -17,8 +17,15 @@ import (
 // TestIDsCacheBodyIdentical: a conversation's requests sent with an IDsCache are byte for byte the requests sent
 // without one (appendJSON of the same request), on the wire, whatever the ids do from turn to turn: grow (a next
 // turn), stay (a retry after a 503), shrink or change in place (a dropped prompt, a cache given to another
-// conversation); with text, logprob and Extra fields around them.
+// conversation); with text, logprob and Extra fields around them. With IDsAppendOnly (the ids change only as
+// tito.Trajectory changes them: appended in place or moved, dropped with their capacity clipped, or replaced by a
+// new array) likewise, the kept ids then taken uncompared where they lie.
 func TestIDsCacheBodyIdentical(t *testing.T) {
+	t.Run("compared", func(t *testing.T) { testIDsCacheBodyIdentical(t, false) })
+	t.Run("append-only", func(t *testing.T) { testIDsCacheBodyIdentical(t, true) })
+}
+
+func testIDsCacheBodyIdentical(t *testing.T, appendOnly bool) {
 	var (
 		mu     sync.Mutex
 		bodies [][]byte
@@ -60,8 +67,14 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 			for range 1 + rng.IntN(700) { // past joinBelow half-way: both ways of sending a body
 				ids = append(ids, int32(rng.IntN(151000)))
 			}
+		case op == 5 && appendOnly: // DropPending: shorter, capacity clipped; then a different prompt
+			k := rng.IntN(len(ids)) + 1
+			ids = append(ids[:k:k], int32(rng.IntN(151000)))
 		case op == 5:
 			ids = slices.Clone(ids[:rng.IntN(len(ids))+1])
+		case op == 6 && appendOnly: // a new array (another sample) with one id different
+			ids = slices.Clone(ids)
+			ids[rng.IntN(len(ids))]++
 		case op == 6:
 			ids[rng.IntN(len(ids))]++
 		}
@@ -72,6 +85,7 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 			LogprobStartLen: len(ids) - 1,
 			RID:             "conv." + strconv.Itoa(turn),
 			IDsCache:        &cache,
+			IDsAppendOnly:   appendOnly,
 		}
 		if turn%7 == 3 {
 			req.Text = "text <&> \u2028 too"
