@@ -233,9 +233,10 @@ func BenchmarkAdaptiveLimit(b *testing.B) {
 
 // BenchmarkGenerateLongContext: one turn of a long conversation (C=1, the fake server): a request of ctx tokens,
 // 60 more than the turn before, sent whole (whole) or with the conversation's IDsCache (cached), which encodes
-// only the new ids. Every 200 turns the conversation starts again at ctx tokens, outside the timer (the cache's
-// first request encodes all of it). Compare whole and cached at ctx=2k and ctx=118k in one run: with the cache a
-// turn's cost should not grow with the context but for the bytes the kernel copies.
+// only the new ids after comparing the kept ones, or takes them uncompared (appendonly: IDsAppendOnly, the ids
+// grow in one array as a trajectory's do). Every 200 turns the conversation starts again at ctx tokens, outside
+// the timer (the cache's first request encodes all of it). Compare the modes at ctx=2k and ctx=118k in one run:
+// with the cache a turn's cost should not grow with the context but for the bytes the kernel copies.
 func BenchmarkGenerateLongContext(b *testing.B) {
 	url := fakeGenerateServer(b)
 	for _, ctxLen := range []int{2000, 118000} {
@@ -243,7 +244,7 @@ func BenchmarkGenerateLongContext(b *testing.B) {
 		for j := range ids {
 			ids[j] = int32(100 + 397*j%151000)
 		}
-		for _, mode := range []string{"whole", "cached"} {
+		for _, mode := range []string{"whole", "cached", "appendonly"} {
 			b.Run(fmt.Sprintf("ctx=%dk/%s", ctxLen/1000, mode), func(b *testing.B) {
 				cfg := sglang.DefaultConfig()
 				cfg.Workers = []string{url}
@@ -262,8 +263,9 @@ func BenchmarkGenerateLongContext(b *testing.B) {
 						LogprobStartLen: n - 61,
 						RID:             "long-" + strconv.Itoa(turn),
 					}
-					if mode == "cached" {
+					if mode != "whole" {
 						r.IDsCache = cache
+						r.IDsAppendOnly = mode == "appendonly"
 					}
 					return r
 				}

@@ -382,10 +382,10 @@ func (c *Client) generateOnce(ctx context.Context, w *worker, episodeID string, 
 		}
 		hreq, err = http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", bytes.NewReader(body))
 	} else {
-		// the kept ids' array is sent where it lies (net/http writes the headers first, then the body)
+		// the kept ids' array is sent where it lies, chunked (see partsReader)
 		hreq, err = http.NewRequestWithContext(actx, http.MethodPost, w.url+"/generate", newPartsReader(parts))
 		if err == nil {
-			hreq.ContentLength = int64(n)
+			hreq.ContentLength = -1 // unknown to net/http: it sends Transfer-Encoding: chunked
 			hreq.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(newPartsReader(parts)), nil }
 		}
 	}
@@ -729,12 +729,35 @@ const joinBelow = 64 << 10
 
 // partsReader reads byte slices one after the other: a request body whose ids' array is kept between requests
 // (IDsCache) is sent without copying it into one buffer. It never writes to the slices.
+//
+// Such a body (joinBelow and more) is sent chunked (Transfer-Encoding: chunked, HTTP/1.1's framing for a body whose
+// length the sender does not announce), each part one chunk written from where it lies (WriteTo): net/http wraps a
+// body of known length in an io.LimitedReader and copies it through a 32 KB buffer, one write each, which at 118k
+// ids (a 556 KB body) cost ~130 µs a turn more (bench/results/long-horizon.md, Phase 4). SGLang's server (uvicorn),
+// the SGLang Model Gateway and sglang-router accept chunked requests (cmd/agentrt's TestGatewaysLongBody).
 type partsReader struct {
 	parts  [][]byte
 	i, off int // the next byte is parts[i][off]
 }
 
 func newPartsReader(parts [][]byte) *partsReader { return &partsReader{parts: parts} }
+
+// WriteTo writes the parts left, one Write each: a chunked body's chunks, written without a copy.
+func (r *partsReader) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for ; r.i < len(r.parts); r.i, r.off = r.i+1, 0 {
+		if len(r.parts[r.i]) == r.off {
+			continue // an empty part would be a chunk of size 0: the body's end
+		}
+		k, err := w.Write(r.parts[r.i][r.off:])
+		n += int64(k)
+		if err != nil {
+			r.off += k
+			return n, err
+		}
+	}
+	return n, nil
+}
 
 func (r *partsReader) Read(p []byte) (int, error) {
 	n := 0

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -16,8 +17,15 @@ import (
 // TestIDsCacheBodyIdentical: a conversation's requests sent with an IDsCache are byte for byte the requests sent
 // without one (appendJSON of the same request), on the wire, whatever the ids do from turn to turn: grow (a next
 // turn), stay (a retry after a 503), shrink or change in place (a dropped prompt, a cache given to another
-// conversation); with text, logprob and Extra fields around them.
+// conversation); with text, logprob and Extra fields around them. With IDsAppendOnly (the ids change only as
+// tito.Trajectory changes them: appended in place or moved, dropped with their capacity clipped, or replaced by a
+// new array) likewise, the kept ids then taken uncompared where they lie.
 func TestIDsCacheBodyIdentical(t *testing.T) {
+	t.Run("compared", func(t *testing.T) { testIDsCacheBodyIdentical(t, false) })
+	t.Run("append-only", func(t *testing.T) { testIDsCacheBodyIdentical(t, true) })
+}
+
+func testIDsCacheBodyIdentical(t *testing.T, appendOnly bool) {
 	var (
 		mu     sync.Mutex
 		bodies [][]byte
@@ -25,8 +33,13 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.ContentLength != int64(len(b)) {
-			t.Errorf("Content-Length %d for a body of %d bytes", r.ContentLength, len(b))
+		// a body in parts (over joinBelow) comes chunked, a joined one with its length
+		if chunked := slices.Equal(r.TransferEncoding, []string{"chunked"}); len(b) > joinBelow {
+			if !chunked || r.ContentLength != -1 {
+				t.Errorf("a body of %d bytes came with Transfer-Encoding %q and Content-Length %d, want chunked", len(b), r.TransferEncoding, r.ContentLength)
+			}
+		} else if chunked || r.ContentLength != int64(len(b)) {
+			t.Errorf("Content-Length %d (Transfer-Encoding %q) for a body of %d bytes", r.ContentLength, r.TransferEncoding, len(b))
 		}
 		mu.Lock()
 		n := len(bodies)
@@ -54,8 +67,14 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 			for range 1 + rng.IntN(700) { // past joinBelow half-way: both ways of sending a body
 				ids = append(ids, int32(rng.IntN(151000)))
 			}
+		case op == 5 && appendOnly: // DropPending: shorter, capacity clipped; then a different prompt
+			k := rng.IntN(len(ids)) + 1
+			ids = append(ids[:k:k], int32(rng.IntN(151000)))
 		case op == 5:
 			ids = slices.Clone(ids[:rng.IntN(len(ids))+1])
+		case op == 6 && appendOnly: // a new array (another sample) with one id different
+			ids = slices.Clone(ids)
+			ids[rng.IntN(len(ids))]++
 		case op == 6:
 			ids[rng.IntN(len(ids))]++
 		}
@@ -66,6 +85,7 @@ func TestIDsCacheBodyIdentical(t *testing.T) {
 			LogprobStartLen: len(ids) - 1,
 			RID:             "conv." + strconv.Itoa(turn),
 			IDsCache:        &cache,
+			IDsAppendOnly:   appendOnly,
 		}
 		if turn%7 == 3 {
 			req.Text = "text <&> \u2028 too"
@@ -117,7 +137,8 @@ func b2i(b bool) int {
 	return 0
 }
 
-// TestPartsReader: the parts come out in order, whatever the reader's buffer, and GetBody can read them again.
+// TestPartsReader: the parts come out in order, whatever the reader's buffer or a writer that takes them whole
+// (WriteTo, which skips empty parts: to a chunked writer an empty write would end the body).
 func TestPartsReader(t *testing.T) {
 	parts := [][]byte{[]byte("abc"), nil, []byte("d"), []byte("efghij")}
 	for _, size := range []int{1, 2, 3, 5, 64} {
@@ -138,7 +159,31 @@ func TestPartsReader(t *testing.T) {
 			t.Errorf("buffer %d: read %q", size, out)
 		}
 	}
+	for _, read := range []int{0, 1, 4} { // WriteTo after Reads of that many bytes
+		r := newPartsReader(parts)
+		head := make([]byte, read)
+		if _, err := io.ReadFull(r, head); err != nil {
+			t.Fatal(err)
+		}
+		w := &writesRecorder{}
+		n, err := r.WriteTo(w)
+		if err != nil || n != int64(10-read) || string(head)+strings.Join(w.writes, "") != "abcdefghij" {
+			t.Errorf("after reading %q: WriteTo = %d, %v; writes %q", head, n, err, w.writes)
+		}
+		for _, s := range w.writes {
+			if s == "" {
+				t.Errorf("after reading %q: an empty write in %q", head, w.writes)
+			}
+		}
+	}
 	if string(parts[0]) != "abc" || string(parts[3]) != "efghij" {
 		t.Errorf("the reader changed its parts: %q", parts)
 	}
+}
+
+type writesRecorder struct{ writes []string }
+
+func (w *writesRecorder) Write(p []byte) (int, error) {
+	w.writes = append(w.writes, string(p))
+	return len(p), nil
 }

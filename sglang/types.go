@@ -54,17 +54,25 @@ type GenerateRequest struct {
 	// the previous one's (a conversation's next turn) encodes only the new ids. The body is the same bytes with
 	// it or without. Never on the wire.
 	IDsCache *IDsCache `json:"-"`
+	// IDsAppendOnly promises the IDsCache that InputIDs are append-only: the caller never changes an element of
+	// ids it gave, so a later request's InputIDs at the same address extend them (tito.Trajectory.NextRequest's
+	// are). The cache then takes the kept ids as they are instead of comparing them (jsonw.IntList.Extend): a
+	// turn's cost no longer includes reading the whole context. Without it (or for ids that moved) they are
+	// compared. Never on the wire.
+	IDsAppendOnly bool `json:"-"`
 }
 
 // IDsCache keeps a conversation's input_ids encoded between its requests (GenerateRequest.IDsCache): each turn
 // sends the whole conversation again, one turn longer, and encoding all of it every turn made a turn's cost grow
 // with the context. A request whose InputIDs begin with the previous request's encodes only the rest; any other is
-// encoded anew, so a cache shared by mistake, or ids changed in place, cost time but never send stale ids. Prompts
-// under 8,192 ids are encoded whole and leave the cache alone.
+// encoded anew, so a cache shared by mistake, or ids changed in place, cost time but never send stale ids. Knowing
+// that they begin with the previous ids takes a comparison of the two (memory-speed), unless the request is
+// IDsAppendOnly and its ids lie where the previous ones did. Prompts under 8,192 ids are encoded whole and leave
+// the cache alone.
 //
 // The zero value is ready for use. An IDsCache is for one conversation's requests, one at a time (as a
-// conversation makes them): it is not safe for concurrent use. It holds the ids' JSON and a copy of the ids
-// (about 9 bytes a token) until it is dropped.
+// conversation makes them): it is not safe for concurrent use. It holds the ids' JSON (about 5 bytes a token) and
+// a copy of the ids (4 bytes a token; for IDsAppendOnly requests the caller's slice instead) until it is dropped.
 type IDsCache struct {
 	list jsonw.IntList[int32]
 }
@@ -329,7 +337,12 @@ func (r *GenerateRequest) body(buf []byte) (parts [][]byte, n int, err error) {
 		b, err := r.appendJSON(buf)
 		return [][]byte{b}, len(b), err
 	}
-	ids, _ := r.IDsCache.list.Open(r.InputIDs)
+	var ids []byte
+	if r.IDsAppendOnly {
+		ids, _ = r.IDsCache.list.Extend(r.InputIDs)
+	} else {
+		ids, _ = r.IDsCache.list.Open(r.InputIDs)
+	}
 	rest, err := r.appendRest(append(buf, "],"...))
 	if err != nil {
 		return nil, 0, err

@@ -265,7 +265,14 @@ func (t *Trajectory) consistent() error {
 }
 
 // NextRequest returns what the next /generate call must send: input_ids (the whole trajectory; the slice
-// shares memory with TokenIDs, must not be modified, and stays valid until DropPending) and logprob_start_len.
+// shares memory with TokenIDs and must not be modified) and logprob_start_len.
+//
+// The ids are append-only: the trajectory never changes a token of a slice it returned, whatever it does next.
+// It only appends past the slice's end (its capacity is clipped to its length, so the caller's appends go
+// elsewhere); a method that shortens TokenIDs (DropPending) clips their capacity too, so that later appends move
+// them to a new array rather than write over tokens given out before; NewSample starts a new array. So a later
+// request's ids at the same address extend an earlier request's (sglang's IDsCache relies on it:
+// GenerateRequest.IDsAppendOnly), as long as TokenIDs is changed only through the methods.
 //
 // On the first call it is -1: no prompt logprobs. SGLang caps its radix-cache match at logprob_start_len
 // when logprobs are asked for (Req._compute_max_prefix_len in python/sglang/srt/managers/schedule_batch.py),
@@ -440,14 +447,16 @@ func continuedInfo(prev, next TurnInfo, prevLen, nextLen int) *TurnInfo {
 	return &out
 }
 
-// DropPending removes the prompt tokens appended since the last response (never sent to the model), for
-// an episode that ends before its next call, and returns how many were removed.
+// DropPending removes the prompt tokens appended since the last response (never answered by the model; a failed
+// call may have sent them), for an episode that ends before its next call or a conversation that goes on
+// differently, and returns how many were removed. TokenIDs' capacity is clipped, so the next append moves them to
+// a new array: the dropped tokens, which a NextRequest slice may hold, are never written over (see NextRequest).
 func (t *Trajectory) DropPending() int {
 	n := len(t.TokenIDs) - t.pending
 	if n == 0 || t.consistent() != nil {
 		return 0
 	}
-	t.TokenIDs = t.TokenIDs[:t.pending]
+	t.TokenIDs = t.TokenIDs[:t.pending:t.pending]
 	t.LossMask = t.LossMask[:t.pending]
 	t.Logprobs = t.Logprobs[:t.pending]
 	last := &t.Segments[len(t.Segments)-1]

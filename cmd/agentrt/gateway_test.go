@@ -11,10 +11,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agentrt/agentrt/internal/testutil"
+	"github.com/agentrt/agentrt/sglang"
 )
 
 // The real SGLang Model Gateway in front of three `agentrt emulate` workers, with agentrt configured by the README's
@@ -40,6 +42,88 @@ func TestGateways(t *testing.T) {
 			}
 			for _, policy := range gw.policies {
 				t.Run(policy, func(t *testing.T) { gatewayRun(t, bin, policy) })
+			}
+		})
+	}
+}
+
+// TestGatewaysLongBody: a long conversation's requests (over 8,192 ids, kept between turns in an sglang.IDsCache, so
+// each body of 64 KB and more goes out chunked, Transfer-Encoding: chunked) pass through the real gateways to an
+// `agentrt emulate` worker unchanged: the worker logs every turn's input_ids as sent.
+func TestGatewaysLongBody(t *testing.T) {
+	for _, gw := range []struct{ name, env string }{{"smg", "AGENTRT_SMG"}, {"sglang-router", "AGENTRT_SGLANG_ROUTER"}} {
+		t.Run(gw.name, func(t *testing.T) {
+			bin := os.Getenv(gw.env)
+			if _, err := os.Stat(bin); bin == "" || err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("$%s (%q) is missing: scripts/setup.d/85-gateways.sh installs it", gw.env, bin)
+				}
+				t.Skipf("$%s (%q) is missing: run make setup", gw.env, bin)
+			}
+			dir := t.TempDir()
+			worker := startWorker(t, dir, 0)
+			url := startGateway(t, bin, "manual", filepath.Join(dir, "gateway.log"), []*emuWorker{worker})
+			cfg := sglang.DefaultConfig()
+			cfg.Gateway = url
+			c, err := sglang.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			// smg answers /health before it has read its worker's model: "No worker available for model 'unknown'"
+			var lastErr error
+			testutil.Until(t, gw.name+" to route a short /generate to its worker (last error: see below)", func() bool {
+				_, lastErr = c.Generate(t.Context(), "warm", &sglang.GenerateRequest{InputIDs: []int32{1000, 1001},
+					SamplingParams: sglang.SamplingParams{MaxNewTokens: 1}, RID: "warm"})
+				if lastErr != nil {
+					t.Logf("warm-up: %v", lastErr)
+				}
+				return lastErr == nil
+			})
+			ids := make([]int32, 0, 30000)
+			for i := range 12000 {
+				ids = append(ids, int32(1000+i*37%20000))
+			}
+			sent := map[string][]int32{}
+			cache := new(sglang.IDsCache)
+			for turn := range 3 {
+				rid := fmt.Sprintf("long.%d", turn)
+				req := &sglang.GenerateRequest{InputIDs: ids[:len(ids):len(ids)], SamplingParams: sglang.SamplingParams{MaxNewTokens: 8},
+					ReturnLogprob: true, LogprobStartLen: len(ids) - 1, RID: rid, IDsCache: cache}
+				resp, err := c.Generate(t.Context(), "long", req)
+				if err != nil {
+					t.Fatalf("turn %d (%d ids) through %s: %v", turn, len(ids), gw.name, err)
+				}
+				sent[rid] = slices.Clone(ids)
+				ids = append(ids, resp.OutputIDs...)
+				for i := range 3000 {
+					ids = append(ids, int32(2000+i*53%20000))
+				}
+			}
+			got := map[string][]int32{}
+			f, err := os.Open(worker.log)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			sc.Buffer(make([]byte, 1<<20), 64<<20)
+			for sc.Scan() {
+				var r struct {
+					Path    string `json:"path"`
+					RID     string `json:"rid"`
+					Request struct {
+						InputIDs []int32 `json:"input_ids"`
+					} `json:"request"`
+				}
+				if json.Unmarshal(sc.Bytes(), &r) == nil && r.Path == "/generate" {
+					got[r.RID] = r.Request.InputIDs
+				}
+			}
+			for rid, want := range sent {
+				if !slices.Equal(got[rid], want) {
+					t.Errorf("%s: the worker got %d input_ids, want the %d sent (equal: %v)", rid, len(got[rid]), len(want), slices.Equal(got[rid], want))
+				}
 			}
 		})
 	}

@@ -200,10 +200,14 @@ func appendElems[T Integer](b []byte, xs []T, comma bool) []byte {
 // list that extends the one written last costs only its new integers. A conversation's prompt is sent whole on
 // every turn, one turn longer each time, so writing it whole would cost every turn the whole context.
 //
+// Lists are given either to Open (any slice: the IntList keeps a copy and compares) or to Extend (slices whose
+// elements never change: no copy, and no comparison while the caller's array stays where it was).
+//
 // The zero value is an empty list, ready for use. An IntList is not safe for concurrent use.
 type IntList[T Integer] struct {
-	xs []T    // the integers of the last Open (a copy: the caller's slice may change)
-	b  []byte // their array without its closing bracket: "[", "[1", "[1,2", ...
+	xs  []T    // the integers of the last Open (a copy: the caller's slice may change); nil after Extend
+	src []T    // the slice given to the last Extend (the caller's, kept for its address and contents); nil after Open
+	b   []byte // their array without its closing bracket: "[", "[1", "[1,2", ...
 }
 
 // Open returns xs as a JSON array without its closing bracket ("[" for an empty list, "[1,2" for 1, 2); the
@@ -218,10 +222,10 @@ type IntList[T Integer] struct {
 // that the transport may still be sending after the response came back.
 func (l *IntList[T]) Open(xs []T) (open []byte, reused int) {
 	k := len(l.xs)
-	if k > len(xs) || !sameInts(l.xs, xs[:k]) {
+	if l.src != nil || k > len(xs) || !sameInts(l.xs, xs[:k]) {
 		// a new array: the old one may still be being read
 		k = 0
-		l.xs = l.xs[:0]
+		l.xs, l.src = l.xs[:0], nil
 		l.b = make([]byte, 1, 1+5*len(xs))
 		l.b[0] = '['
 	} else if l.b == nil {
@@ -229,6 +233,28 @@ func (l *IntList[T]) Open(xs []T) (open []byte, reused int) {
 	}
 	l.b = appendElems(l.b, xs[k:], k > 0)
 	l.xs = append(l.xs, xs[k:]...)
+	return l.b[:len(l.b):len(l.b)], k
+}
+
+// Extend is Open for a caller whose lists are append-only: it never changes an element of a slice it gave, so a
+// later list either starts at the same address and extends the last one (the array grew in place), or lies
+// elsewhere (the caller's array was moved, or it is another list). tito.Trajectory.NextRequest's token ids are
+// such slices. At the same address and at least as long, xs is taken to begin with the last list without
+// comparing them: only its new integers are written, in time proportional to them. Elsewhere it is compared with
+// the last list (kept: the IntList holds the caller's slice, not a copy, so its memory is neither freed nor
+// reused while the IntList holds it) as Open compares. The returned bytes behave as Open's.
+//
+// A caller that changes a given element in place breaks the contract and may get the array of its old list: give
+// such lists to Open.
+func (l *IntList[T]) Extend(xs []T) (open []byte, reused int) {
+	k := len(l.src)
+	if k == 0 || k > len(xs) || (unsafe.SliceData(xs) != unsafe.SliceData(l.src) && !sameInts(l.src, xs[:k])) {
+		k = 0
+		l.b = make([]byte, 1, 1+5*len(xs))
+		l.b[0] = '['
+	}
+	l.b = appendElems(l.b, xs[k:], k > 0)
+	l.xs, l.src = nil, xs[:len(xs):len(xs)]
 	return l.b[:len(l.b):len(l.b)], k
 }
 

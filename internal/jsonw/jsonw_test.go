@@ -137,6 +137,86 @@ func TestIntList(t *testing.T) {
 	}
 }
 
+// TestIntListExtend: Extend, given append-only lists (elements never changed once given), writes AppendInts' array
+// and keeps it where a list extends the last one: at the same address without comparing (a list grown in place),
+// elsewhere when equal (the caller's array moved); anew when shorter or different; the bytes it returned before
+// never change. It trusts its contract: a list changed in place at the same address keeps the old array, which is
+// why only append-only callers may use it. Mixed with Open, each starts its own array.
+func TestIntListExtend(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var l jsonw.IntList[int32]
+	var xs, prev []int32 // xs grows by append only; a shorter or changed list is a new slice (as tito.Trajectory does)
+	// extends is what a compared list reuses: all of prev's integers when xs begins with them
+	extends := func(xs, prev []int32) int {
+		if len(prev) > 0 && len(prev) <= len(xs) && slices.Equal(prev, xs[:len(prev)]) {
+			return len(prev)
+		}
+		return 0
+	}
+	type given struct{ open, want []byte }
+	var earlier []given
+	for step := range 3000 {
+		wantReused := len(xs)
+		switch op := rng.IntN(12); {
+		case op < 6: // extend, in place while the capacity lasts, then moved (append's growth)
+			for range rng.IntN(80) {
+				xs = append(xs, int32(rng.IntN(300000)))
+			}
+		case op == 6: // the same list again (a retry)
+		case op == 7: // moved, same integers, then extended
+			xs = append(slices.Clone(xs), 5)
+		case op == 8 && len(xs) > 0: // shorter, capacity clipped (DropPending), then extended: a new array
+			k := rng.IntN(len(xs))
+			xs = append(xs[:k:k], -1)
+			wantReused = extends(xs, prev)
+		case op == 9 && len(xs) > 0: // a changed copy (another conversation)
+			xs = slices.Clone(xs)
+			xs[rng.IntN(len(xs))] ^= 1
+			wantReused = extends(xs, prev)
+		case op == 10: // Open in between: both start anew
+			l.Open([]int32{1, 2, 3})
+			wantReused = 0
+		case op == 11: // empty
+			xs = nil
+			wantReused = 0
+		}
+		open, reused := l.Extend(xs)
+		prev = slices.Clone(xs)
+		want := jsonw.AppendInts(nil, xs)
+		if got := append(slices.Clone(open), ']'); !bytes.Equal(got, want) {
+			t.Fatalf("step %d: Extend(%d ints) = %.80s..., AppendInts writes %.80s...", step, len(xs), got, want)
+		}
+		if reused != wantReused {
+			t.Fatalf("step %d: reused %d of %d ints, want %d", step, reused, len(xs), wantReused)
+		}
+		earlier = append(earlier, given{open, want[:len(want)-1]})
+		for i, g := range earlier {
+			if !bytes.Equal(g.open, g.want) {
+				t.Fatalf("step %d: the bytes Extend returned at step %d changed", step, i)
+			}
+		}
+		if len(earlier) > 20 {
+			earlier = earlier[1:]
+		}
+	}
+
+	// The contract is trusted at the same address: a list changed in place (forbidden) is not compared.
+	ys := make([]int32, 3, 10)
+	ys[0], ys[1], ys[2] = 1, 2, 3
+	var m jsonw.IntList[int32]
+	m.Extend(ys)
+	ys[0] = 7
+	if open, reused := m.Extend(append(ys, 4)); string(open) != "[1,2,3,4" || reused != 3 {
+		t.Errorf("changed in place at the same address: Extend = %s, %d; want the kept [1,2,3,4 (not compared), 3", open, reused)
+	}
+	// Elsewhere it compares: the same change in a moved list starts anew.
+	zs := slices.Clone(ys[:4])
+	zs[1] = 8
+	if open, reused := m.Extend(zs); string(open) != "[7,8,3,4" || reused != 0 {
+		t.Errorf("changed in a moved list: Extend = %s, %d; want [7,8,3,4, 0", open, reused)
+	}
+}
+
 // seeds are strings that exercise every branch of AppendString, and the fuzz corpus's start.
 var seeds = []string{
 	"", "a", `"\`, "\x00\x1f\x7f", "\b\f\n\r\t", "\u2028\u2029", "\xff\xfe", "\xe2\x80", "\xed\xa0\x80", "é😀",
@@ -362,4 +442,41 @@ func FuzzUnquote(f *testing.F) {
 			t.Fatalf("Unquote(%q) = %q, but encoding/json refuses it: %v", lit, got, werr)
 		}
 	})
+}
+
+// BenchmarkIntListTurn: one turn of a 118k-id conversation's kept array (60 ids more than the last turn): Open
+// compares the kept ids with the list (memory-speed, ~470 KB each side), Extend takes them uncompared where the
+// list grew in place. The difference is what IDsAppendOnly saves a turn; it grows with the context, the rest not.
+func BenchmarkIntListTurn(b *testing.B) {
+	const ctx, turns = 118000, 200
+	ids := make([]int32, ctx+60*turns)
+	for i := range ids {
+		ids[i] = int32(100 + 397*i%151000)
+	}
+	for _, mode := range []string{"open", "extend"} {
+		b.Run(mode, func(b *testing.B) {
+			var l jsonw.IntList[int32]
+			turn := 0
+			for b.Loop() {
+				if turn%turns == 0 {
+					b.StopTimer()
+					l = jsonw.IntList[int32]{}
+					if mode == "open" { // the conversation's first request (all of it written), outside the timer
+						l.Open(ids[:ctx:ctx])
+					} else {
+						l.Extend(ids[:ctx:ctx])
+					}
+					turn = 1
+					b.StartTimer()
+				}
+				n := ctx + 60*turn
+				if mode == "open" {
+					l.Open(ids[:n:n])
+				} else {
+					l.Extend(ids[:n:n])
+				}
+				turn++
+			}
+		})
+	}
 }

@@ -160,6 +160,7 @@ func (m *Model) Call(ctx context.Context, traj *tito.Trajectory, req CallRequest
 			LogprobStartLen: start,
 			RID:             rid,
 			IDsCache:        req.IDs,
+			IDsAppendOnly:   true, // NextRequest's ids: the trajectory never changes tokens it gave out
 		}
 		t0 := time.Now()
 		own := t0.Sub(since) - waited
