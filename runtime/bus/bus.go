@@ -57,6 +57,8 @@ type Bus struct {
 	work     jetstream.Consumer
 	results  jetstream.Stream
 	requests jetstream.KeyValue
+	control  jetstream.KeyValue // the cluster's control state (control.go)
+	nodes    jetstream.KeyValue // the live nodes' presence (control.go)
 
 	mu           sync.Mutex
 	disconnected time.Time // zero while connected
@@ -283,6 +285,7 @@ func (b *Bus) setup(ctx context.Context) error {
 			}
 			return nil
 		},
+		b.setupControl,
 		func(ctx context.Context) (err error) {
 			if b.cfg.Mode == ModeEmbedded && b.ownSrv {
 				// One process is the only node: claims a previous process held (it was killed) are released now

@@ -41,6 +41,10 @@ type Node struct {
 	// Drain, if set: once it is closed the node claims nothing more, and Serve returns when its runs have ended
 	// (ctx still aborts them).
 	Drain <-chan struct{}
+	// Control, if set, applies the cluster's pause / resume / update_weights on this node (Bus.Control): the
+	// node applies the current state before it claims anything, follows it while it serves, and keeps a
+	// presence record that tells trainers it is live and what it has applied.
+	Control Controller
 
 	noHeartbeat bool // tests: a node whose claims lapse while it runs (a stalled or partitioned node)
 }
@@ -77,6 +81,13 @@ func (b *Bus) Serve(ctx context.Context, n Node) error {
 	}
 	if err := b.watchCancels(ctx); err != nil {
 		return err
+	}
+	if n.Control != nil {
+		stop, err := b.startControl(ctx, n.Control)
+		if err != nil {
+			return err
+		}
+		defer stop() // after the runs have ended (the defer below runs first)
 	}
 	sem := make(chan struct{}, n.Slots)
 	var wg sync.WaitGroup

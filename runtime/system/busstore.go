@@ -284,3 +284,35 @@ func (o *busOutbox) touch() {
 		}
 	}
 }
+
+// clusterRunner is the rollout service as the stream's runner on the bus: a trainer's pause / resume /
+// update_weights go to every node of the cluster (bus.Control) and are acknowledged once every live node has
+// applied them, rather than acting on this process's service alone.
+type clusterRunner struct {
+	*rollout.Service
+	b *bus.Bus
+}
+
+func (r clusterRunner) Pause(ctx context.Context, mode string) error {
+	return r.b.Control(ctx, bus.Control{Op: bus.OpPause, Mode: mode})
+}
+
+func (r clusterRunner) Resume(ctx context.Context) error {
+	return r.b.Control(ctx, bus.Control{Op: bus.OpResume})
+}
+
+func (r clusterRunner) UpdateWeights(ctx context.Context, req stream.UpdateWeightsRequest) error {
+	return r.b.Control(ctx, bus.Control{Op: bus.OpUpdateWeights,
+		Weights: &bus.Weights{ModelPath: req.ModelPath, WeightVersion: req.WeightVersion, Options: req.Options}})
+}
+
+// nodeControl applies the cluster's controls to this node's service (its pause gate and its model servers).
+type nodeControl struct{ svc *rollout.Service }
+
+func (c nodeControl) Pause(ctx context.Context, mode string) error { return c.svc.Pause(ctx, mode) }
+
+func (c nodeControl) Resume(ctx context.Context) error { return c.svc.Resume(ctx) }
+
+func (c nodeControl) UpdateWeights(ctx context.Context, w bus.Weights) error {
+	return c.svc.UpdateWeights(ctx, stream.UpdateWeightsRequest{ModelPath: w.ModelPath, WeightVersion: w.WeightVersion, Options: w.Options})
+}

@@ -103,7 +103,7 @@ func NewServer(ctx context.Context, cfg *config.Config, name string, log *slog.L
 		return nil, err
 	}
 	s.svc.SetEventSink(st.publishEvent)
-	if s.strm, err = stream.NewOnStore(scfg, st, s.svc, stream.WithLogger(log)); err != nil {
+	if s.strm, err = stream.NewOnStore(scfg, st, clusterRunner{s.svc, s.bus}, stream.WithLogger(log)); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
@@ -255,7 +255,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	nlog := s.log.With("component", "node", "node", s.bus.NodeName())
 	go func() {
 		nodeDone <- s.bus.Serve(nodeCtx, bus.Node{Slots: s.cfg.Server.Concurrency, Run: s.svc.RunSample,
-			Failed: rollout.FailedSample, Drain: drain, Observe: func(e bus.Event) {
+			Failed: rollout.FailedSample, Drain: drain, Control: nodeControl{s.svc}, Observe: func(e bus.Event) {
 				nlog.Debug("bus: "+e.Kind, "trajectory_id", e.Sample.TrajectoryID, "delivery", e.Delivery, "err", e.Err)
 			}})
 	}()
