@@ -83,6 +83,17 @@ func (b *Bus) setupControl(ctx context.Context) (err error) {
 	if b.nodes, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: NodeBucket, Storage: jetstream.FileStorage, Replicas: r, TTL: b.presenceTTL()}); err != nil {
 		return fmt.Errorf("bucket %s: %w", NodeBucket, err)
 	}
+	if b.cfg.Mode == ModeEmbedded && b.ownSrv {
+		// One process is the only node: a killed predecessor's presence (its server name may differ) would hold
+		// the first controls back until it lapsed.
+		st, err := b.js.Stream(ctx, "KV_"+NodeBucket)
+		if err != nil {
+			return fmt.Errorf("bucket %s: %w", NodeBucket, err)
+		}
+		if err := st.Purge(ctx); err != nil {
+			return fmt.Errorf("bucket %s: %w", NodeBucket, err)
+		}
+	}
 	return nil
 }
 

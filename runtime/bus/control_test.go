@@ -10,6 +10,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentrt/agentrt/internal/testutil"
 )
@@ -94,6 +97,22 @@ func (f *fakeControl) run(ctx context.Context, s Sample, delivery int) (json.Raw
 	return echo(ctx, s, delivery)
 }
 
+// waitNodes waits until n nodes' presence records are stored (the nodes a control then waits for).
+func waitNodes(t *testing.T, b *Bus, n int) {
+	t.Helper()
+	testutil.Until(t, fmt.Sprintf("%d nodes' presence records", n), func() bool {
+		keys, err := b.nodes.ListKeys(patienceCtx(t))
+		if err != nil {
+			return false
+		}
+		k := 0
+		for range keys.Keys() {
+			k++
+		}
+		return k == n
+	})
+}
+
 func control(t *testing.T, b *Bus, c Control) {
 	t.Helper()
 	if err := b.Control(patienceCtx(t), c); err != nil {
@@ -114,18 +133,7 @@ func TestControlReachesEveryNode(t *testing.T) {
 		ctls[i], evs[i] = &fakeControl{}, newEvents()
 		stops[i], _ = serve(t, b, Node{Slots: 2, Run: ctls[i].run, Control: ctls[i], Observe: evs[i].observe})
 	}
-	// Every node is live (its presence is stored) before the first control: wait for the three records.
-	testutil.Until(t, "three nodes' presence records", func() bool {
-		keys, err := nodes[0].nodes.ListKeys(patienceCtx(t))
-		if err != nil {
-			return false
-		}
-		n := 0
-		for range keys.Keys() {
-			n++
-		}
-		return n == 3
-	})
+	waitNodes(t, nodes[0], 3)
 
 	control(t, nodes[1], Control{Op: OpPause, Mode: "abort"})
 	for i, c := range ctls {
@@ -189,17 +197,7 @@ func TestControlSkipsADeadNode(t *testing.T) {
 	for i, b := range nodes {
 		serve(t, b, Node{Slots: 1, Run: ctls[i].run, Control: ctls[i]})
 	}
-	testutil.Until(t, "three nodes' presence records", func() bool {
-		keys, err := nodes[0].nodes.ListKeys(patienceCtx(t))
-		if err != nil {
-			return false
-		}
-		n := 0
-		for range keys.Keys() {
-			n++
-		}
-		return n == 3
-	})
+	waitNodes(t, nodes[0], 3)
 	var killed atomic.Bool
 	go func() {
 		<-ctls[2].block // node 2 took the pause and hangs in it: it dies there
@@ -225,5 +223,29 @@ func TestControlSkipsADeadNode(t *testing.T) {
 	}
 	if p, _ := ctls[0].state(); p {
 		t.Fatalf("node 0 did not resume: %v", ctls[0].calls())
+	}
+}
+
+// TestEmbeddedRestartForgetsDeadPresence: an embedded process is the only node, so at start it drops the
+// presence records of a killed predecessor (whose server name may differ): they would hold its first controls
+// back for ack_wait. A control then needs this process's node only.
+func TestEmbeddedRestartForgetsDeadPresence(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.AckWait = time.Hour // a record left behind would hold the pause for an hour: the test's patience ends first
+	b := openBus(t, cfg)
+	if _, err := b.nodes.Put(patienceCtx(t), token("killed-node"), []byte(`{"node":"killed-node","applied":0}`)); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	b = openBus(t, cfg)
+	if _, err := b.nodes.Get(patienceCtx(t), token("killed-node")); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("the killed node's presence after a restart: %v", err)
+	}
+	ctl := &fakeControl{}
+	serve(t, b, Node{Slots: 1, Run: ctl.run, Control: ctl})
+	waitNodes(t, b, 1)
+	control(t, b, Control{Op: OpPause, Mode: "in_place"})
+	if p, _ := ctl.state(); !p {
+		t.Fatalf("not paused: %v", ctl.calls())
 	}
 }

@@ -85,6 +85,9 @@ func (b *Bus) Serve(ctx context.Context, n Node) error {
 	if n.Control != nil {
 		stop, err := b.startControl(ctx, n.Control)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting
+			}
 			return err
 		}
 		defer stop() // after the runs have ended (the defer below runs first)
