@@ -369,7 +369,8 @@ func (b *Bus) startControl(ctx context.Context, ctl Controller) (stop func(), er
 }
 
 // apply brings the node to the state in e: a node that starts applies the whole state (pause, the last
-// weights); a running node applies what changed.
+// weights); a running node applies the control sent (a pause or a resume is applied even when the node is in
+// that state already, as one process applies it) and, if it missed some, what changed since the last it applied.
 func (n *controlNode) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 	var st controlState
 	if err := json.Unmarshal(e.Value(), &st); err != nil {
@@ -396,7 +397,7 @@ func (n *controlNode) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 			errs = append(errs, fmt.Errorf("update_weights: %w", err))
 		}
 	}
-	if !st.Paused && was.Paused {
+	if !st.Paused && (was.Paused || (started && st.Op == OpResume)) { // a resume is sent on, as one process does
 		if err := n.ctl.Resume(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("resume: %w", err))
 		}
