@@ -12,8 +12,9 @@ import (
 // token logprob lists; a 4k-token answer has 8k numbers in them). It handles exactly what SGLang sends;
 // anything it is not sure about (escapes in keys, numbers of the wrong kind, a value of an unexpected
 // type, trailing data) makes it give up (ok false), and the caller decodes with encoding/json instead,
-// which then produces the result or the error. Rare fields (finish_reason, top logprobs, cached token
-// details) are handed to encoding/json directly, so their semantics are encoding/json's.
+// which then produces the result or the error. finish_reason is read here too (its usual keys); rare fields (top
+// logprobs, cached token details, weight spans, dp_rank) are handed to encoding/json unless null, so their
+// semantics are encoding/json's.
 //
 // FuzzDecodeResponse checks that whenever fastDecode succeeds, encoding/json gives the same value.
 func fastDecode(b []byte) (w responseWire, ok bool) {
@@ -51,7 +52,7 @@ func (s *scanner) metaInfo(m *MetaInfo) bool {
 		case "weight_version":
 			return s.stringInto(&m.WeightVersion)
 		case "weight_versions":
-			return s.delegate(&m.WeightVersions)
+			return nullOrDelegate(s, &m.WeightVersions)
 		case "prompt_tokens":
 			return s.intInto(&m.PromptTokens)
 		case "completion_tokens":
@@ -73,18 +74,77 @@ func (s *scanner) metaInfo(m *MetaInfo) bool {
 		case "input_token_logprobs":
 			return s.entriesInto(&m.InputTokenLogprobs)
 		case "finish_reason":
-			return s.delegate(&m.FinishReason)
+			return s.finishReason(&m.FinishReason)
 		case "input_top_logprobs":
-			return s.delegate(&m.InputTopLogprobs)
+			return nullOrDelegate(s, &m.InputTopLogprobs)
 		case "output_top_logprobs":
-			return s.delegate(&m.OutputTopLogprobs)
+			return nullOrDelegate(s, &m.OutputTopLogprobs)
 		case "cached_tokens_details":
-			return s.delegate(&m.CachedTokensDetails)
+			return nullOrDelegate(s, &m.CachedTokensDetails)
 		case "dp_rank":
-			return s.delegate(&m.DPRank)
+			return nullOrDelegate(s, &m.DPRank)
 		}
 		return s.unknownKey(key, metaInfoKeys...)
 	})
+}
+
+// finishReason decodes finish_reason as FinishReason.UnmarshalJSON does (null leaves *dst nil), for the keys
+// SGLang writes; any other key that encoding/json would match to a field (case-insensitively) gives up, and the
+// rest are skipped, as encoding/json ignores them. Every response has one: handing it to encoding/json cost a
+// turn ~10-20 µs of reflection (bench/results/long-horizon.md, Phase 4).
+func (s *scanner) finishReason(dst **FinishReason) bool {
+	if s.null() {
+		*dst = nil
+		return true
+	}
+	var out FinishReason
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "type":
+			return s.stringInto(&out.Type)
+		case "matched": // null, a stop token id (int32) or a stop string; the last one given counts
+			out.MatchedTokenID, out.MatchedText = 0, ""
+			switch s.peek() {
+			case 'n':
+				return s.null()
+			case '"':
+				return s.stringInto(&out.MatchedText)
+			}
+			id, ok := s.integer(32)
+			out.MatchedTokenID = int32(id)
+			return ok
+		case "length":
+			return s.intInto(&out.Length)
+		case "message":
+			return s.stringInto(&out.Message)
+		case "status_code": // null is 0
+			out.StatusCode = 0
+			return s.intInto(&out.StatusCode)
+		case "err_type": // null is ""
+			out.ErrType = ""
+			return s.stringInto(&out.ErrType)
+		}
+		return s.unknownKey(key, "type", "matched", "length", "message", "status_code", "err_type")
+	})
+	if !ok {
+		return false
+	}
+	if *dst == nil {
+		*dst = new(FinishReason)
+	}
+	**dst = out
+	return true
+}
+
+// nullOrDelegate decodes a value that SGLang usually sends as null into *dst (a pointer, slice or map: null is its
+// zero value, as encoding/json sets it), and hands anything else to encoding/json.
+func nullOrDelegate[T any](s *scanner, dst *T) bool {
+	if s.null() {
+		var zero T
+		*dst = zero
+		return true
+	}
+	return s.delegate(dst)
 }
 
 var metaInfoKeys = []string{"id", "weight_version", "weight_versions", "prompt_tokens", "completion_tokens", "cached_tokens",

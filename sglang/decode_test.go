@@ -22,6 +22,15 @@ func decodeSeeds(t testing.TB) [][]byte {
 		[]byte(`{"output_ids":[2147483648],"meta_info":{}}`),
 		[]byte(`{"output_ids":[1],"meta_info":{"e2e_latency":1e400}}`),
 		[]byte(`{"output_ids":[1],"meta_info":{}} x`),
+		// finish_reason's shapes (read without encoding/json since Phase 4 of issue 25)
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":{"type":"stop","matched":"</s>\n"},"dp_rank":null,"cached_tokens_details":null}}`),
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":{"type":"stop","matched":151645,"matched":null,"extra":[1]}}}`),
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":{"type":"abort","message":"Aborted","status_code":400,"err_type":"BadRequestError","status_code":null}}}`),
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":{"Type":"stop","matched":-3}}}`),
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":{"type":"stop","matched":2147483648}}}`),
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":{"type":"length","length":null,"matched":1.5}}}`),
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":"stop"}}`),
+		[]byte(`{"output_ids":[1],"meta_info":{"finish_reason":null,"weight_versions":null,"input_top_logprobs":null,"dp_rank":2,"cached_tokens_details":{"device":3}}}`),
 	}
 	return seeds
 }
