@@ -12,51 +12,6 @@ import (
 	"github.com/agentrt/agentrt/internal/testutil"
 )
 
-// The limiter grants in arrival order, follows a raised limit at once and a lowered one as requests finish, and
-// forgets a waiter whose context ends.
-func TestLimiter(t *testing.T) {
-	l := &limiter{limit: 2}
-	if !l.tryAcquire() || !l.tryAcquire() || l.tryAcquire() {
-		t.Fatal("want two slots of two")
-	}
-	granted := make(chan int, 3)
-	for i := range 2 {
-		go func() {
-			if err := l.acquire(context.Background()); err == nil {
-				granted <- i
-			}
-		}()
-		testutil.Until(t, "the waiter to queue", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.waiters.Len() == i+1 })
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	gaveUp := make(chan error, 1)
-	go func() { gaveUp <- l.acquire(ctx) }()
-	testutil.Until(t, "the third waiter to queue", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.waiters.Len() == 3 })
-	l.setLimit(3)
-	if i, _ := testutil.Recv(t, "the first waiter to be granted by the raised limit", granted); i != 0 {
-		t.Fatalf("waiter %d granted first, want 0", i)
-	}
-	cancel()
-	if err, _ := testutil.Recv(t, "the cancelled waiter to give up", gaveUp); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled waiter: %v", err)
-	}
-	l.setLimit(1) // 3 in use: the next grant waits until only 0 remain in use
-	l.release()
-	l.release()
-	select {
-	case i := <-granted:
-		t.Fatalf("waiter %d granted above the lowered limit", i)
-	default:
-	}
-	l.release()
-	if i, _ := testutil.Recv(t, "the second waiter to be granted under the lowered limit", granted); i != 1 {
-		t.Fatalf("waiter %d granted, want 1", i)
-	}
-	if l.inUse != 1 || l.waiters.Len() != 0 {
-		t.Fatalf("in use %d, waiting %d", l.inUse, l.waiters.Len())
-	}
-}
-
 // adapt: additive increase only while the worker has room and the limit is used, multiplicative decrease on
 // retractions, within [min, max_in_flight_per_worker].
 func TestAdapt(t *testing.T) {
@@ -70,7 +25,7 @@ func TestAdapt(t *testing.T) {
 	}
 	defer c.Close()
 	w := c.workers[0]
-	if got := w.lim.current(); got != 8 {
+	if got := w.lim.Limit(); got != 8 {
 		t.Fatalf("initial limit %d", got)
 	}
 	steps := []struct {
@@ -100,8 +55,8 @@ func TestAdapt(t *testing.T) {
 	for _, s := range steps {
 		w.inFlight.Store(s.inFlight)
 		w.queued.Store(s.queued)
-		if got := c.adapt(w, s.load); got != s.want || w.lim.current() != s.want {
-			t.Fatalf("%s: limit %d (limiter %d), want %d", s.name, got, w.lim.current(), s.want)
+		if got := c.adapt(w, s.load); got != s.want || w.lim.Limit() != s.want {
+			t.Fatalf("%s: limit %d (limiter %d), want %d", s.name, got, w.lim.Limit(), s.want)
 		}
 	}
 	if got := c.Stats().Workers[0].Limit; got != 30 {
