@@ -7,9 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/slots"
 	"github.com/agentrt/agentrt/runtime/bus"
+	"github.com/agentrt/agentrt/runtime/envtool"
 	"github.com/agentrt/agentrt/runtime/rollout"
 	"github.com/agentrt/agentrt/runtime/stream"
+	"github.com/agentrt/agentrt/sglang"
 )
 
 // busStore is the stream.Store of `agentrt serve`: accepted requests and finished trajectories live on the bus
@@ -316,3 +319,15 @@ func (c nodeControl) Resume(ctx context.Context) error { return c.svc.Resume(ctx
 func (c nodeControl) UpdateWeights(ctx context.Context, w bus.Weights) error {
 	return c.svc.UpdateWeights(ctx, stream.UpdateWeightsRequest{ModelPath: w.ModelPath, WeightVersion: w.WeightVersion, Options: w.Options})
 }
+
+// nodeLimits is what this node splits with the other live nodes of the bus (bus.Limits): its environment
+// services' max_concurrent and creates_per_second (envtool's, process-wide) and its model servers' in-flight
+// bounds.
+type nodeLimits struct{ client *sglang.Client }
+
+func (l nodeLimits) SetShare(s slots.Share) {
+	envtool.SetShare(s)
+	l.client.SetShare(s)
+}
+
+func (l nodeLimits) Within() bool { return envtool.Within() && l.client.Within() }
