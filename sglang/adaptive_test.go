@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/slots"
 	"github.com/agentrt/agentrt/internal/testutil"
 )
 
@@ -125,4 +126,56 @@ func TestAdaptiveWithoutLoads(t *testing.T) {
 	}
 	defer c.Close()
 	testutil.Until(t, "the worker without /v1/loads to get max_in_flight_per_worker", func() bool { return c.Stats().Workers[0].Limit == 64 })
+}
+
+// SetShare makes each worker's bound this node's part of max_in_flight_per_worker (the gateway's too); with
+// adaptive it is the controller's ceiling, and a limit above it comes down at once. Within tells when the
+// requests in flight above a lowered bound have finished.
+func TestSetShare(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers = []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}
+	cfg.MaxInFlightPerWorker = 10
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetShare(slots.Share{Rank: 0, Nodes: 3})
+	for _, w := range c.workers {
+		if w.lim.Limit() != 4 {
+			t.Fatalf("%s: bound %d, want 4 (rank 0 of 3 of 10)", w.url, w.lim.Limit())
+		}
+	}
+	w := c.workers[0]
+	for range 4 {
+		w.lim.TryAcquire()
+	}
+	c.SetShare(slots.Share{Rank: 2, Nodes: 3}) // 3
+	if c.Within() {
+		t.Fatal("4 in flight above a bound of 3, and Within says so")
+	}
+	w.lim.Release()
+	if !c.Within() {
+		t.Fatal("3 in flight under a bound of 3, and Within says no")
+	}
+
+	cfg.Adaptive = AdaptiveConfig{Enabled: true, Initial: 8, Min: 3, Interval: 1 << 62}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	aw := a.workers[0]
+	a.SetShare(slots.Share{Rank: 1, Nodes: 2}) // ceiling 5: the limit of 8 comes down
+	if aw.lim.Limit() != 5 {
+		t.Fatalf("adaptive limit %d under a ceiling of 5", aw.lim.Limit())
+	}
+	aw.inFlight.Store(5)
+	if got := a.adapt(aw, Load{TokenUsage: 0.1}); got != 5 {
+		t.Fatalf("adaptive growth to %d past the node's ceiling of 5", got)
+	}
+	a.SetShare(slots.Share{})
+	if got := a.adapt(aw, Load{TokenUsage: 0.1}); got != 9 {
+		t.Fatalf("adaptive growth to %d after the whole bound came back, want 9", got)
+	}
 }
