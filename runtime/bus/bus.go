@@ -59,6 +59,9 @@ type Bus struct {
 	requests jetstream.KeyValue
 	control  jetstream.KeyValue // the cluster's control state (control.go)
 	nodes    jetstream.KeyValue // the live nodes' presence (control.go)
+	conns    jetstream.KeyValue // each consumer's newest trainer connection (supersede.go)
+
+	connClaims connClaims // this node's trainer connections' claims (supersede.go)
 
 	mu           sync.Mutex
 	disconnected time.Time // zero while connected
@@ -286,6 +289,7 @@ func (b *Bus) setup(ctx context.Context) error {
 			return nil
 		},
 		b.setupControl,
+		b.setupConnections,
 		func(ctx context.Context) (err error) {
 			if b.cfg.Mode == ModeEmbedded && b.ownSrv {
 				// One process is the only node: claims a previous process held (it was killed) are released now
@@ -449,6 +453,11 @@ func (b *Bus) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
+	b.connClaims.mu.Lock()
+	if b.connClaims.stop != nil {
+		b.connClaims.stop()
+	}
+	b.connClaims.mu.Unlock()
 	if b.nc != nil {
 		b.nc.Close()
 	}

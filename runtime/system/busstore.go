@@ -19,7 +19,10 @@ type busStore struct {
 	id string
 }
 
-var _ stream.Store = (*busStore)(nil)
+var (
+	_ stream.Store           = (*busStore)(nil)
+	_ stream.ConsumerClaimer = (*busStore)(nil)
+)
 
 func newBusStore(ctx context.Context, b *bus.Bus) (*busStore, error) {
 	id, err := b.ID(ctx)
@@ -315,4 +318,10 @@ func (c nodeControl) Resume(ctx context.Context) error { return c.svc.Resume(ctx
 
 func (c nodeControl) UpdateWeights(ctx context.Context, w bus.Weights) error {
 	return c.svc.UpdateWeights(ctx, stream.UpdateWeightsRequest{ModelPath: w.ModelPath, WeightVersion: w.WeightVersion, Options: w.Options})
+}
+
+// ClaimConsumer makes a hello on this node supersede the consumer's connections on every node
+// (stream.ConsumerClaimer).
+func (s *busStore) ClaimConsumer(ctx context.Context, consumer, session string, superseded func()) (func(), error) {
+	return s.b.ClaimConsumer(ctx, consumer, session, superseded)
 }
