@@ -22,7 +22,10 @@ type busStore struct {
 	id string
 }
 
-var _ stream.Store = (*busStore)(nil)
+var (
+	_ stream.Store           = (*busStore)(nil)
+	_ stream.ConsumerClaimer = (*busStore)(nil)
+)
 
 func newBusStore(ctx context.Context, b *bus.Bus) (*busStore, error) {
 	id, err := b.ID(ctx)
@@ -331,3 +334,9 @@ func (l nodeLimits) SetShare(s slots.Share) {
 }
 
 func (l nodeLimits) Within() bool { return envtool.Within() && l.client.Within() }
+
+// ClaimConsumer makes a hello on this node supersede the consumer's connections on every node
+// (stream.ConsumerClaimer).
+func (s *busStore) ClaimConsumer(ctx context.Context, consumer, session string, superseded func()) (func(), error) {
+	return s.b.ClaimConsumer(ctx, consumer, session, superseded)
+}
