@@ -15,7 +15,7 @@
 #
 # Knobs (environment): PROMPTS (64; cpu 16), N samples per prompt (8), LATENCY of the emulator per call (20ms;
 # failover 100ms; cpu 1ms), CONCURRENCY episode slots per node (16; failover 8; cpu 4), NODES for throughput
-# ("1 3"), ACK_WAIT for failover (4s), TURNS tool calls per episode for cpu (2, at most 5: the limiter's
+# ("1 3"), ACK_WAIT a claim (4s; cpu 30s), TURNS tool calls per episode for cpu (2, at most 5: the limiter's
 # max_tool_iters), LOOP iterations of the cpu tool's loop (10000: ~30 ms of a call's ~180 ms CPU, the rest
 # CPython's start), CORES for cpu ("0 1": node i is pinned to the i-th), REPEAT runs of each (1), KEEP=1 keeps
 # the nodes' logs, AGENTRT_BIN (bin/agentrt). A cluster of fewer than 3 nodes keeps that many stream replicas.
@@ -53,6 +53,7 @@ else
 	latency=${LATENCY:-20ms} conc=${CONCURRENCY:-16}
 fi
 ack_wait=${ACK_WAIT:-4s}
+[[ $mode == cpu ]] && ack_wait=${ACK_WAIT:-30s} # no claim runs out on a busy core: each episode runs once
 [[ -x $bin ]] || { echo "scale_out: $bin is missing (make build)" >&2; exit 1; }
 
 work=$(mktemp -d)
@@ -183,7 +184,7 @@ for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines()
 print(f"ok={ok} other={other}")
 EOF
 	}
-	echo "scale_out cpu: $prompts prompts x $n samples, $turns Python tool calls per episode (a loop of $loop iterations each), emulator latency $latency (scripted), $conc slots per node, nodes pinned to cores ${cores[*]:0:2}, $(uptime | sed 's/.*load/load/')"
+	echo "scale_out cpu: $prompts prompts x $n samples, $turns Python tool calls per episode (a loop of $loop iterations each), emulator latency $latency (scripted), $conc slots per node, ack_wait $ack_wait, nodes pinned to cores ${cores[*]:0:2}, $(uptime | sed 's/.*load/load/')"
 	echo "| nodes | run | trajectories/s | tool calls/s | tool calls per node | node CPU s (% of one core) | emulator CPU s | trainer CPU s | load before |"
 	echo "|---|---|---|---|---|---|---|---|---|"
 	want=$((prompts * n))
