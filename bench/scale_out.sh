@@ -11,7 +11,8 @@
 #                                   then answers (the emulator's scripted policy, latency 1ms); 1 node pinned to
 #                                   core 0 (taskset, embedded bus) vs 2 nodes (cluster) pinned to cores 0 and 1; the
 #                                   emulator and the trainer are not pinned (their CPU is printed); per run:
-#                                   trajectories/s, tool calls/s, each node's tool calls and CPU (/proc/PID/stat)
+#                                   trajectories/s, tool calls/s, each node's tool calls and CPU (/proc/PID/stat),
+#                                   and the CPU other processes on the machine took meanwhile (/proc/stat)
 #
 # Knobs (environment): PROMPTS (64; cpu 16), N samples per prompt (8), LATENCY of the emulator per call (20ms;
 # failover 100ms; cpu 1ms), CONCURRENCY episode slots per node (16; failover 8; cpu 4), NODES for throughput
@@ -25,7 +26,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 case "${1:-}" in
 throughput | failover | cpu) mode=$1 ;;
 -h | --help)
-	sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 *)
@@ -166,6 +167,8 @@ if [[ $mode == cpu ]]; then
 	tck=$(getconf CLK_TCK)
 	# cpu_s PID: the process's user+system CPU seconds so far (/proc/PID/stat fields 14 and 15).
 	cpu_s() { awk -v t="$tck" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t}' "/proc/$1/stat"; }
+	# box_s: CPU seconds the whole machine has been busy (/proc/stat: all but idle and iowait).
+	box_s() { awk -v t="$tck" '/^cpu /{printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / t}' /proc/stat; }
 	# children_s: CPU seconds of this script's reaped children (its /proc/PID/stat fields 16 and 17).
 	children_s() { awk -v t="$tck" '{sub(/.*\) /, ""); printf "%.2f", ($14 + $15) / t}' "/proc/$$/stat"; }
 	# tool_calls URL: the node's agentrt_tool_calls_total by outcome, "ok=N other=M".
@@ -185,8 +188,8 @@ print(f"ok={ok} other={other}")
 EOF
 	}
 	echo "scale_out cpu: $prompts prompts x $n samples, $turns Python tool calls per episode (a loop of $loop iterations each), emulator latency $latency (scripted), $conc slots per node, ack_wait $ack_wait, nodes pinned to cores ${cores[*]:0:2}, $(uptime | sed 's/.*load/load/')"
-	echo "| nodes | run | trajectories/s | tool calls/s | tool calls per node | node CPU s (% of one core) | emulator CPU s | trainer CPU s | load before |"
-	echo "|---|---|---|---|---|---|---|---|---|"
+	echo "| nodes | run | trajectories/s | tool calls/s | tool calls per node | node CPU s (% of one core) | emulator CPU s | trainer CPU s | others' CPU s | load before |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
 	want=$((prompts * n))
 	declare -A tps
 	for r in $(seq "$repeat"); do
@@ -196,15 +199,16 @@ EOF
 			load=$(awk '{print $1}' /proc/loadavg)
 			before=() calls=() cpus=()
 			for p in "${node_pids[@]}"; do before+=("$(cpu_s "$p")"); done
-			emu0=$(cpu_s "$emu_pid") ch0=$(children_s)
+			emu0=$(cpu_s "$emu_pid") ch0=$(children_s) box0=$(box_s)
 			t0=$(date +%s%N)
 			trainer "${urls[0]}" "$work/$run/trainer"
 			t1=$(date +%s%N)
-			ch1=$(children_s) emu1=$(cpu_s "$emu_pid")
+			ch1=$(children_s) emu1=$(cpu_s "$emu_pid") box1=$(box_s)
 			wall=$("$py" -c "print(($t1 - $t0) / 1e9)")
-			total=0
+			total=0 ours="$emu1 - $emu0 + $ch1 - $ch0"
 			for i in $(seq 0 $((k - 1))); do
 				c=$(cpu_s "${node_pids[$i]}")
+				ours+=" + $c - ${before[$i]}"
 				cpus+=("n$i $("$py" -c "d = $c - ${before[$i]}; print(f'{d:.1f} ({100 * d / $wall:.0f}%)')")")
 				tc=$(tool_calls "${urls[$i]}")
 				[[ $tc == *" other=0" ]] || { echo "scale_out: node n$i: tool calls that were not ok: $tc" >&2; exit 1; }
@@ -218,7 +222,7 @@ EOF
 			# Every sample ran its episode once: exactly TURNS ok calls each, none run again elsewhere.
 			[[ $total -eq $((want * turns)) ]] || { echo "scale_out: $total tool calls, want $((want * turns)) ($want episodes x $turns)" >&2; exit 1; }
 			tps[$k-$r]=$x
-			echo "| $k | $r | $x | $("$py" -c "print(f'{$x * $turns:.1f}')") | ${calls[*]} | ${cpus[*]} | $("$py" -c "print(f'{$emu1 - $emu0:.1f}')") | $("$py" -c "print(f'{$ch1 - $ch0:.1f}')") | $load |"
+			echo "| $k | $r | $x | $("$py" -c "print(f'{$x * $turns:.1f}')") | ${calls[*]} | ${cpus[*]} | $("$py" -c "print(f'{$emu1 - $emu0:.1f}')") | $("$py" -c "print(f'{$ch1 - $ch0:.1f}')") | $("$py" -c "print(f'{$box1 - $box0 - ($ours):.1f}')") | $load |"
 		done
 	done
 	for r in $(seq "$repeat"); do
