@@ -1,90 +1,14 @@
 package sglang
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/slots"
 )
-
-// limiter is a worker's in-flight bound: a counting semaphore whose size can change while requests wait (the
-// adaptive controller moves it). Waiters are served in arrival order.
-type limiter struct {
-	mu      sync.Mutex
-	limit   int
-	inUse   int
-	waiters list.List // of chan struct{}, closed when granted
-}
-
-func (l *limiter) tryAcquire() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.inUse < l.limit && l.waiters.Len() == 0 {
-		l.inUse++
-		return true
-	}
-	return false
-}
-
-func (l *limiter) acquire(ctx context.Context) error {
-	l.mu.Lock()
-	if l.inUse < l.limit && l.waiters.Len() == 0 {
-		l.inUse++
-		l.mu.Unlock()
-		return nil
-	}
-	ch := make(chan struct{})
-	e := l.waiters.PushBack(ch)
-	l.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		select {
-		case <-ch: // granted meanwhile: give it back
-			l.inUse--
-			l.grantLocked()
-		default:
-			l.waiters.Remove(e)
-		}
-		return context.Cause(ctx)
-	}
-}
-
-func (l *limiter) release() {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.inUse--
-	l.grantLocked()
-}
-
-// setLimit changes the bound; a higher one admits waiters at once, a lower one lets requests in flight finish.
-func (l *limiter) setLimit(n int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.limit = n
-	l.grantLocked()
-}
-
-func (l *limiter) current() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.limit
-}
-
-func (l *limiter) grantLocked() {
-	for l.inUse < l.limit && l.waiters.Len() > 0 {
-		e := l.waiters.Front()
-		l.waiters.Remove(e)
-		l.inUse++
-		close(e.Value.(chan struct{}))
-	}
-}
 
 // AdaptiveConfig turns a worker's fixed in-flight bound into an AIMD one driven by the worker's own load signal
 // (SGLang's GET /v1/loads: KV token usage, waiting and retracted requests), as prime-rl does on vLLM: the limit
@@ -194,7 +118,7 @@ func (c *Client) Loads(ctx context.Context, server string) (Load, error) {
 // (requests wait for a slot, or every slot is taken). It returns the new limit.
 func (c *Client) adapt(w *worker, l Load) int {
 	a := c.cfg.Adaptive
-	cur := w.lim.current()
+	cur := w.lim.Limit()
 	next := cur
 	switch {
 	case l.Retracted > 0:
@@ -202,9 +126,11 @@ func (c *Client) adapt(w *worker, l Load) int {
 	case l.TokenUsage < a.TargetUsage && l.Waiting == 0 && (w.queued.Load() > 0 || int(w.inFlight.Load()) >= cur):
 		next = cur + a.Increase
 	}
-	next = min(max(next, a.Min), c.cfg.MaxInFlightPerWorker)
+	c.shareMu.Lock()
+	defer c.shareMu.Unlock()
+	next = min(max(next, a.Min), c.ceiling())
 	if next != cur {
-		w.lim.setLimit(next)
+		w.lim.SetLimit(next)
 	}
 	return next
 }
@@ -225,14 +151,17 @@ func (c *Client) adaptLoop(w *worker) {
 		l, err := c.Loads(context.Background(), w.url)
 		var he *HTTPError
 		if errors.As(err, &he) && he.StatusCode == http.StatusNotFound {
-			w.lim.setLimit(c.cfg.MaxInFlightPerWorker)
+			c.shareMu.Lock()
+			w.fixed = true
+			w.lim.SetLimit(c.ceiling())
+			c.shareMu.Unlock()
 			c.log.Warn("sglang: adaptive concurrency: the worker serves no /v1/loads (SGLang < 0.5?); it gets the fixed bound",
 				"server", w.url, "max_in_flight_per_worker", c.cfg.MaxInFlightPerWorker)
 			return
 		}
 		if err != nil {
 			if !warned {
-				c.log.Warn("sglang: adaptive concurrency: cannot read the worker's load; its limit stays", "server", w.url, "limit", w.lim.current(), "err", err)
+				c.log.Warn("sglang: adaptive concurrency: cannot read the worker's load; its limit stays", "server", w.url, "limit", w.lim.Limit(), "err", err)
 				warned = true
 			}
 			continue
@@ -240,9 +169,43 @@ func (c *Client) adaptLoop(w *worker) {
 		warned = false
 		w.serverLoad.Store(int64(l.UsedTokens + l.WaitingTokens))
 		w.loadAt.Store(time.Now().UnixNano())
-		before := w.lim.current()
+		before := w.lim.Limit()
 		if after := c.adapt(w, l); after != before {
 			c.log.Debug("sglang: adaptive concurrency", "server", w.url, "limit", after, "was", before, "token_usage", l.TokenUsage, "waiting", l.Waiting, "retracted", l.Retracted)
 		}
 	}
 }
+
+// SetShare makes the client's in-flight bounds this node's share of max_in_flight_per_worker, for a cluster whose
+// nodes send to the same workers (docs/scale-out.md, "Limits across nodes"): each worker's bound (and the
+// gateway's), or with [sglang.adaptive] the ceiling of each worker's controller (its limit comes down at once if
+// above). Requests in flight above a lowered bound finish; Within says when none are left.
+func (c *Client) SetShare(s slots.Share) {
+	c.shareMu.Lock()
+	defer c.shareMu.Unlock()
+	c.share = s
+	ceil := c.ceiling()
+	for _, w := range c.workers {
+		if c.cfg.Adaptive.Enabled && !w.fixed {
+			w.lim.SetLimit(min(w.lim.Limit(), ceil))
+		} else {
+			w.lim.SetLimit(ceil)
+		}
+	}
+	if c.gateway != nil {
+		c.gateway.lim.SetLimit(ceil)
+	}
+}
+
+// Within says whether no worker (nor the gateway) has more requests in flight than its bound.
+func (c *Client) Within() bool {
+	for _, w := range c.generators {
+		if !w.lim.Within() {
+			return false
+		}
+	}
+	return true
+}
+
+// ceiling is the bound of each worker: this node's share of max_in_flight_per_worker. Callers hold shareMu.
+func (c *Client) ceiling() int { return c.share.Of(c.cfg.MaxInFlightPerWorker) }

@@ -9,53 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/slots"
 	"github.com/agentrt/agentrt/internal/testutil"
 )
-
-// The limiter grants in arrival order, follows a raised limit at once and a lowered one as requests finish, and
-// forgets a waiter whose context ends.
-func TestLimiter(t *testing.T) {
-	l := &limiter{limit: 2}
-	if !l.tryAcquire() || !l.tryAcquire() || l.tryAcquire() {
-		t.Fatal("want two slots of two")
-	}
-	granted := make(chan int, 3)
-	for i := range 2 {
-		go func() {
-			if err := l.acquire(context.Background()); err == nil {
-				granted <- i
-			}
-		}()
-		testutil.Until(t, "the waiter to queue", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.waiters.Len() == i+1 })
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	gaveUp := make(chan error, 1)
-	go func() { gaveUp <- l.acquire(ctx) }()
-	testutil.Until(t, "the third waiter to queue", func() bool { l.mu.Lock(); defer l.mu.Unlock(); return l.waiters.Len() == 3 })
-	l.setLimit(3)
-	if i, _ := testutil.Recv(t, "the first waiter to be granted by the raised limit", granted); i != 0 {
-		t.Fatalf("waiter %d granted first, want 0", i)
-	}
-	cancel()
-	if err, _ := testutil.Recv(t, "the cancelled waiter to give up", gaveUp); !errors.Is(err, context.Canceled) {
-		t.Fatalf("cancelled waiter: %v", err)
-	}
-	l.setLimit(1) // 3 in use: the next grant waits until only 0 remain in use
-	l.release()
-	l.release()
-	select {
-	case i := <-granted:
-		t.Fatalf("waiter %d granted above the lowered limit", i)
-	default:
-	}
-	l.release()
-	if i, _ := testutil.Recv(t, "the second waiter to be granted under the lowered limit", granted); i != 1 {
-		t.Fatalf("waiter %d granted, want 1", i)
-	}
-	if l.inUse != 1 || l.waiters.Len() != 0 {
-		t.Fatalf("in use %d, waiting %d", l.inUse, l.waiters.Len())
-	}
-}
 
 // adapt: additive increase only while the worker has room and the limit is used, multiplicative decrease on
 // retractions, within [min, max_in_flight_per_worker].
@@ -70,7 +26,7 @@ func TestAdapt(t *testing.T) {
 	}
 	defer c.Close()
 	w := c.workers[0]
-	if got := w.lim.current(); got != 8 {
+	if got := w.lim.Limit(); got != 8 {
 		t.Fatalf("initial limit %d", got)
 	}
 	steps := []struct {
@@ -100,8 +56,8 @@ func TestAdapt(t *testing.T) {
 	for _, s := range steps {
 		w.inFlight.Store(s.inFlight)
 		w.queued.Store(s.queued)
-		if got := c.adapt(w, s.load); got != s.want || w.lim.current() != s.want {
-			t.Fatalf("%s: limit %d (limiter %d), want %d", s.name, got, w.lim.current(), s.want)
+		if got := c.adapt(w, s.load); got != s.want || w.lim.Limit() != s.want {
+			t.Fatalf("%s: limit %d (limiter %d), want %d", s.name, got, w.lim.Limit(), s.want)
 		}
 	}
 	if got := c.Stats().Workers[0].Limit; got != 30 {
@@ -170,4 +126,56 @@ func TestAdaptiveWithoutLoads(t *testing.T) {
 	}
 	defer c.Close()
 	testutil.Until(t, "the worker without /v1/loads to get max_in_flight_per_worker", func() bool { return c.Stats().Workers[0].Limit == 64 })
+}
+
+// SetShare makes each worker's bound this node's part of max_in_flight_per_worker (the gateway's too); with
+// adaptive it is the controller's ceiling, and a limit above it comes down at once. Within tells when the
+// requests in flight above a lowered bound have finished.
+func TestSetShare(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Workers = []string{"http://127.0.0.1:1", "http://127.0.0.1:2"}
+	cfg.MaxInFlightPerWorker = 10
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetShare(slots.Share{Rank: 0, Nodes: 3})
+	for _, w := range c.workers {
+		if w.lim.Limit() != 4 {
+			t.Fatalf("%s: bound %d, want 4 (rank 0 of 3 of 10)", w.url, w.lim.Limit())
+		}
+	}
+	w := c.workers[0]
+	for range 4 {
+		w.lim.TryAcquire()
+	}
+	c.SetShare(slots.Share{Rank: 2, Nodes: 3}) // 3
+	if c.Within() {
+		t.Fatal("4 in flight above a bound of 3, and Within says so")
+	}
+	w.lim.Release()
+	if !c.Within() {
+		t.Fatal("3 in flight under a bound of 3, and Within says no")
+	}
+
+	cfg.Adaptive = AdaptiveConfig{Enabled: true, Initial: 8, Min: 3, Interval: 1 << 62}
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	aw := a.workers[0]
+	a.SetShare(slots.Share{Rank: 1, Nodes: 2}) // ceiling 5: the limit of 8 comes down
+	if aw.lim.Limit() != 5 {
+		t.Fatalf("adaptive limit %d under a ceiling of 5", aw.lim.Limit())
+	}
+	aw.inFlight.Store(5)
+	if got := a.adapt(aw, Load{TokenUsage: 0.1}); got != 5 {
+		t.Fatalf("adaptive growth to %d past the node's ceiling of 5", got)
+	}
+	a.SetShare(slots.Share{})
+	if got := a.adapt(aw, Load{TokenUsage: 0.1}); got != 9 {
+		t.Fatalf("adaptive growth to %d after the whole bound came back, want 9", got)
+	}
 }

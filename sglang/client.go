@@ -18,6 +18,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agentrt/agentrt/internal/slots"
 )
 
 // RoutingKeyHeader is the Model Gateway header that pins requests with the same key to one worker
@@ -47,8 +49,12 @@ type Client struct {
 	closed     atomic.Bool
 	done       chan struct{} // closed by Close: stops the adaptive controllers
 
-	inflight sync.Map   // base rid -> *pending, for each Generate in progress (for AbortRequest)
-	places   placements // PlacementLeastLoaded: where each group and episode was placed
+	inflight sync.Map // base rid -> *pending, for each Generate in progress (for AbortRequest)
+
+	// shareMu guards share (SetShare) and each worker's fixed, and orders the changes of a worker's bound.
+	shareMu sync.Mutex
+	share   slots.Share
+	places  placements // PlacementLeastLoaded: where each group and episode was placed
 }
 
 // pending is a Generate in progress: where its current attempt runs and under which rid.
@@ -63,7 +69,9 @@ type pending struct {
 type worker struct {
 	url  string
 	seed uint64
-	lim  limiter
+	lim  *slots.Limiter
+	// fixed: the adaptive controller gave up on this worker (no /v1/loads); guarded by Client.shareMu.
+	fixed bool
 
 	inFlight atomic.Int64
 	// inFlightTokens is the input tokens of the requests in flight (the KV cache they hold at the worker).
@@ -133,7 +141,7 @@ func New(cfg Config, opts ...Option) (*Client, error) {
 
 func newWorker(u string, limit int) *worker {
 	u = normalizeURL(u)
-	return &worker{url: u, seed: hashString(u), lim: limiter{limit: limit}}
+	return &worker{url: u, seed: hashString(u), lim: slots.New(limit)}
 }
 
 // newTransport is tuned for thousands of concurrent long requests to a few hosts (go-libs-measured.md §6):
@@ -595,11 +603,11 @@ func (c *Client) Rank(episodeID string) []string {
 
 func (c *Client) release(w *worker) {
 	w.inFlight.Add(-1)
-	w.lim.release()
+	w.lim.Release()
 }
 
 func (w *worker) tryAcquire() bool {
-	if !w.lim.tryAcquire() {
+	if !w.lim.TryAcquire() {
 		return false
 	}
 	w.inFlight.Add(1)
@@ -617,7 +625,7 @@ func (w *worker) acquire(ctx context.Context, tokens int) error {
 		w.queued.Add(-1)
 		w.queuedTokens.Add(-int64(tokens))
 	}()
-	if err := w.lim.acquire(ctx); err != nil {
+	if err := w.lim.Acquire(ctx); err != nil {
 		return err
 	}
 	w.inFlight.Add(1)
@@ -715,7 +723,7 @@ func (c *Client) Stats() Stats {
 			Requests: w.requests.Load(),
 			Failures: w.failures.Load(),
 			Healthy:  w.healthy(now),
-			Limit:    w.lim.current(),
+			Limit:    w.lim.Limit(),
 		}
 	}
 	return s

@@ -223,7 +223,8 @@ func (nd *clusterNode) scan(r *bufio.Reader, logf *os.File) {
 // startCluster starts three nodes: n0 on a route port chosen here (a JetStream cluster needs its first node's
 // route known before it starts), n1 and n2 on kernel-chosen ports routing to n0. It returns nil when n0's port
 // was taken in between (the caller tries again).
-func startCluster(t *testing.T, dir string, attempt int) []*clusterNode {
+// extra are more writeConfig edits (pairs), for every node.
+func startCluster(t *testing.T, dir string, attempt int, extra ...string) []*clusterNode {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -243,7 +244,7 @@ func startCluster(t *testing.T, dir string, attempt int) []*clusterNode {
 		if i == 0 {
 			listen = seed
 		}
-		cfg := writeConfig(t, ndir,
+		edits := []string{
 			`spool_dir = "~/.cache/agentrt/spool"`, fmt.Sprintf("spool_dir = %q", filepath.Join(ndir, "spool")),
 			`addr = "127.0.0.1:8080"`, `addr = "127.0.0.1:0"`,
 			"concurrency = 256", "concurrency = 8", // ~20 waves of episodes: the kill lands mid-request
@@ -254,7 +255,9 @@ cluster = "agentrt-test"
 listen = %q
 %s
 `, name, listen, route),
-			`ack_wait = "30s"`, `ack_wait = "4s"`)
+			`ack_wait = "30s"`, `ack_wait = "4s"`,
+		}
+		cfg := writeConfig(t, ndir, append(edits, extra...)...)
 		nd := &clusterNode{name: name, logPath: filepath.Join(ndir, "serve.log"), done: make(chan struct{}),
 			leads: map[string]uint64{}, counts: map[string]int{}}
 		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperAgentrt$", "--", "serve", cfg, "--log-level", "debug")

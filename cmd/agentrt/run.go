@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime/pprof"
 	"slices"
 	"sort"
 	"strings"
@@ -138,15 +137,11 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		}
 	}
 	if *cpuProfile != "" {
-		pf, err := os.Create(*cpuProfile)
+		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
-			return fs.fail(exitUsage, "%v", err)
+			return fs.fail(exitUsage, "--cpuprofile: %v", err)
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fs.fail(exitUsage, "%v", err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	var final rollout.Stats
 	t0 := time.Now()

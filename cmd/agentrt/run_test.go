@@ -162,3 +162,27 @@ func keys(m map[string]map[string]any) []string {
 	}
 	return out
 }
+
+// --cpuprofile writes a profile (gzip-compressed protobuf) when the run ends; a path that cannot be created is a
+// usage error naming the flag.
+func TestRunCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := writeConfig(t, dir)
+	prompts := filepath.Join(dir, "prompts.jsonl")
+	os.WriteFile(prompts, []byte(`{"id": "a", "prompt": "What is 6*7?"}`+"\n"), 0o644)
+	prof := filepath.Join(dir, "cpu.pprof")
+	var stdout, stderr bytes.Buffer
+	args := []string{"run", cfg, "--prompts", prompts, "--out", filepath.Join(dir, "out.jsonl"), "--quiet", "--cpuprofile", prof}
+	if code := run(context.Background(), args, stdio{strings.NewReader(""), &stdout, &stderr}); code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if b, err := os.ReadFile(prof); err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile %s: %d bytes, %v (want a gzip stream)", prof, len(b), err)
+	}
+	stderr.Reset()
+	args[len(args)-1] = filepath.Join(dir, "missing", "cpu.pprof")
+	args[5] = filepath.Join(dir, "out2.jsonl")
+	if code := run(context.Background(), args, stdio{strings.NewReader(""), &stdout, &stderr}); code != exitUsage || !strings.Contains(stderr.String(), "--cpuprofile") {
+		t.Fatalf("bad path: exit %d: %s", code, stderr.String())
+	}
+}

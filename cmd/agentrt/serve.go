@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime/pprof"
 	"syscall"
 
 	"github.com/agentrt/agentrt/runtime/config"
@@ -74,15 +73,11 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	}
 
 	if *cpuProfile != "" {
-		pf, err := os.Create(*cpuProfile)
+		stopProfile, err := startCPUProfile(*cpuProfile)
 		if err != nil {
 			return fs.fail(exitUsage, "--cpuprofile: %v", err)
 		}
-		defer pf.Close()
-		if err := pprof.StartCPUProfile(pf); err != nil {
-			return fs.fail(exitUsage, "--cpuprofile: %v", err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stopProfile()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

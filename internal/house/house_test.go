@@ -192,9 +192,11 @@ func TestTestutilOnlyInTests(t *testing.T) {
 }
 
 // stdlibOnly maps package trees to the module packages they may reach besides the standard library: guests
-// (compiled to WebAssembly, docs/design.md "guest-side code") and internal/jsonw, which the parsers share with the host.
+// (compiled to WebAssembly, docs/design.md "guest-side code"), internal/jsonw, which the parsers share with the
+// host, and internal/slots, which sglang and the runtime share.
 var stdlibOnly = map[string][]string{
 	module + "/internal/jsonw": nil,
+	module + "/internal/slots": nil,
 	module + "/parsers/...":    {module + "/parsers", module + "/internal/jsonw", module + "/plugins/sdk"},
 	module + "/plugins/...":    {module + "/plugins/sdk"},
 }

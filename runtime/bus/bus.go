@@ -59,6 +59,9 @@ type Bus struct {
 	requests jetstream.KeyValue
 	control  jetstream.KeyValue // the cluster's control state (control.go)
 	nodes    jetstream.KeyValue // the live nodes' presence (control.go)
+	conns    jetstream.KeyValue // each consumer's newest trainer connection (supersede.go)
+
+	connClaims connClaims // this node's trainer connections' claims (supersede.go)
 
 	mu           sync.Mutex
 	disconnected time.Time // zero while connected
@@ -286,6 +289,7 @@ func (b *Bus) setup(ctx context.Context) error {
 			return nil
 		},
 		b.setupControl,
+		b.setupConnections,
 		func(ctx context.Context) (err error) {
 			if b.cfg.Mode == ModeEmbedded && b.ownSrv {
 				// One process is the only node: claims a previous process held (it was killed) are released now
@@ -324,27 +328,18 @@ func (b *Bus) stream(ctx context.Context, cfg jetstream.StreamConfig, h *jetstre
 }
 
 // retry calls f until it succeeds or ctx ends (a cluster answers "no leader" for a while after it starts or
-// loses its leader). The error names what failed last.
+// loses its leader). The error names what failed last. Attempts are short at first: when several nodes create the
+// same stream at once, none of the requests may get an answer (seen with nats-server v2.15.2), and the next attempt
+// finds the stream made; longer ones later, for a loaded box.
 func retry(ctx context.Context, log *slog.Logger, f func(ctx context.Context) error) error {
-	var last error
-	// Short attempts at first: when several nodes create the same stream at once, none of the requests may get
-	// an answer (seen with nats-server v2.15.2), and the next attempt finds the stream made. Longer ones later,
-	// for a loaded box.
-	for wait := time.Second; ; wait = min(2*wait, 8*time.Second) {
-		actx, cancel := context.WithTimeout(ctx, wait)
-		err := f(actx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = err
+	err := attempts(ctx, time.Second, 8*time.Second, 200*time.Millisecond, f, func(err error, wait time.Duration, _ int) bool {
 		log.Info("bus: not ready yet, trying again", "err", err, "attempt_timeout", wait)
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("bus: %w (gave up: %v)", last, context.Cause(ctx))
-		case <-time.After(200 * time.Millisecond):
-		}
+		return true
+	})
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("bus: %w (gave up: %v)", err, context.Cause(ctx))
 	}
+	return err
 }
 
 // retryTransient calls f until it succeeds, fails for good (an error transient does not accept), or ctx ends. Each
@@ -352,18 +347,30 @@ func retry(ctx context.Context, log *slog.Logger, f func(ctx context.Context) er
 // once the cluster has elected another (seconds) instead of waiting for the caller's whole deadline; a slow but
 // healthy store gets longer attempts. f must be idempotent.
 func retryTransient(ctx context.Context, log *slog.Logger, what string, f func(ctx context.Context) error) error {
-	for wait, attempt := 2*time.Second, 1; ; wait, attempt = min(2*wait, 16*time.Second), attempt+1 {
+	return attempts(ctx, 2*time.Second, 16*time.Second, 100*time.Millisecond, f, func(err error, wait time.Duration, attempt int) bool {
+		if !transient(err) {
+			return false
+		}
+		log.Warn("bus: the store did not answer, trying again", "op", what, "attempt", attempt, "attempt_timeout", wait, "err", err)
+		return true
+	})
+}
+
+// attempts calls f, each call under its own deadline (first, doubling up to most), pausing between calls, until
+// f succeeds, ctx ends, or again (told f's error, the attempt's deadline and number) says to stop. It returns f's
+// last error.
+func attempts(ctx context.Context, first, most, pause time.Duration, f func(ctx context.Context) error, again func(err error, wait time.Duration, attempt int) bool) error {
+	for wait, attempt := first, 1; ; wait, attempt = min(2*wait, most), attempt+1 {
 		actx, cancel := context.WithTimeout(ctx, wait)
 		err := f(actx)
 		cancel()
-		if err == nil || !transient(err) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || !again(err, wait, attempt) {
 			return err
 		}
-		log.Warn("bus: the store did not answer, trying again", "op", what, "attempt", attempt, "attempt_timeout", wait, "err", err)
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(pause):
 		}
 	}
 }
@@ -446,6 +453,11 @@ func (b *Bus) Close() error {
 	}
 	b.closed = true
 	b.mu.Unlock()
+	b.connClaims.mu.Lock()
+	if b.connClaims.stop != nil {
+		b.connClaims.stop()
+	}
+	b.connClaims.mu.Unlock()
 	if b.nc != nil {
 		b.nc.Close()
 	}

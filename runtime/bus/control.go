@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/agentrt/agentrt/internal/slots"
 )
 
 // The buckets of the cluster-wide controls (docs/scale-out.md, "Pause, resume and weight updates").
@@ -72,6 +74,9 @@ type presence struct {
 	Applied uint64 `json:"applied"`           // the control Seq this node has applied (or failed to)
 	ErrSeq  uint64 `json:"err_seq,omitempty"` // the Seq whose application failed here, with
 	Err     string `json:"error,omitempty"`   // its error
+	// View is the live nodes (names, sorted, one per line) whose split of the limits this node is within
+	// (limits.go): it holds at most its share of that view, and nothing above it is in use.
+	View string `json:"view,omitempty"`
 }
 
 // setupControl creates (or updates) the control and presence buckets.
@@ -288,6 +293,7 @@ type controlNode struct {
 	ctl  Controller
 	key  string
 	name string
+	lim  Limits // nil: the node splits no limits
 
 	// apply runs on one goroutine at a time (startControl's, then the watch's); mu guards the fields below
 	// for renew, which never waits on an application (a long weight load must not let the presence lapse).
@@ -296,13 +302,26 @@ type controlNode struct {
 	started bool
 	errSeq  uint64
 	err     string
+	view    string // presence.View
 }
 
 // startControl registers the node's presence, applies the control state before the node claims anything (a
 // node that starts while the cluster is paused starts paused), then follows the state and renews the presence
 // until ctx ends. The func returned deletes the presence record (the node no longer counts for controls).
-func (b *Bus) startControl(ctx context.Context, ctl Controller) (stop func(), err error) {
-	n := &controlNode{b: b, ctl: ctl, name: b.NodeName(), key: token(b.NodeName())}
+func (b *Bus) startControl(ctx context.Context, ctl Controller, lim Limits) (stop func(), err error) {
+	n := &controlNode{b: b, ctl: ctl, lim: lim, name: b.NodeName(), key: token(b.NodeName())}
+	var sh *shares
+	if lim != nil {
+		// Nothing of the limits is used until the other nodes have made room, and the node is present before it
+		// reads who else is: of two nodes starting at once, one sees the other (limits.go).
+		lim.SetShare(slots.None)
+		if err := n.renew(ctx); err != nil {
+			return nil, fmt.Errorf("bus: register node %s: %w", n.name, err)
+		}
+		if sh, err = n.startShares(ctx); err != nil {
+			return nil, err
+		}
+	}
 	w, stopWatch, err := b.watchAll(ctx, b.control, "watch controls")
 	if err != nil {
 		return nil, fmt.Errorf("bus: watch controls: %w", err)
@@ -324,6 +343,9 @@ func (b *Bus) startControl(ctx context.Context, ctl Controller) (stop func(), er
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	if sh != nil {
+		wg.Go(func() { n.followShares(wctx, sh) })
+	}
 	wg.Go(func() {
 		defer stopWatch()
 		for {
@@ -414,7 +436,7 @@ func (n *controlNode) apply(ctx context.Context, e jetstream.KeyValueEntry) {
 // renew writes the node's presence record.
 func (n *controlNode) renew(ctx context.Context) error {
 	n.mu.Lock()
-	p := presence{Node: n.name, Applied: n.applied.Seq, ErrSeq: n.errSeq, Err: n.err}
+	p := presence{Node: n.name, Applied: n.applied.Seq, ErrSeq: n.errSeq, Err: n.err, View: n.view}
 	n.mu.Unlock()
 	v, err := json.Marshal(p)
 	if err != nil {

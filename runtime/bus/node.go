@@ -45,6 +45,10 @@ type Node struct {
 	// node applies the current state before it claims anything, follows it while it serves, and keeps a
 	// presence record that tells trainers it is live and what it has applied.
 	Control Controller
+	// Limits, if set (with Control), are split with the other live nodes: this node holds its share of them
+	// (limits.go), so that environment max_concurrent / creates_per_second and the model servers' in-flight
+	// bounds hold across the cluster.
+	Limits Limits
 
 	noHeartbeat bool // tests: a node whose claims lapse while it runs (a stalled or partitioned node)
 }
@@ -83,7 +87,7 @@ func (b *Bus) Serve(ctx context.Context, n Node) error {
 		return err
 	}
 	if n.Control != nil {
-		stop, err := b.startControl(ctx, n.Control)
+		stop, err := b.startControl(ctx, n.Control, n.Limits)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while starting

@@ -92,11 +92,34 @@ func (b *Bus) Outbox(ctx context.Context, consumer string) (*Outbox, error) {
 }
 
 // Next waits for the next message (one not acked within ack_wait is offered again) until ctx ends.
+//
+// Each wait is a pull request the server holds for up to 5s; it is not cancelled with ctx, since the server may
+// be delivering a message to it at that moment, and such a message would be lost to every other connection of
+// the consumer until ack_wait (a trainer reconnecting elsewhere would get its request_done first). A message that
+// arrives after ctx ended is offered again at once (nak).
 func (o *Outbox) Next(ctx context.Context) (Delivered, error) {
+	type fetched struct {
+		m   jetstream.Msg
+		err error
+	}
 	for {
-		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		m, err := o.c.Next(jetstream.FetchContext(pctx))
-		cancel()
+		got := make(chan fetched, 1)
+		go func() {
+			m, err := o.c.Next(jetstream.FetchMaxWait(5 * time.Second))
+			got <- fetched{m, err}
+		}()
+		var f fetched
+		select {
+		case f = <-got:
+		case <-ctx.Done():
+			go func() {
+				if f := <-got; f.err == nil {
+					_ = f.m.Nak()
+				}
+			}()
+			return Delivered{}, context.Cause(ctx)
+		}
+		m, err := f.m, f.err
 		if err == nil {
 			return o.decode(m)
 		}

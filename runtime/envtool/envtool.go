@@ -25,6 +25,7 @@ import (
 
 	"golang.org/x/time/rate"
 
+	"github.com/agentrt/agentrt/internal/slots"
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
 )
 
@@ -98,15 +99,58 @@ func (c *Config) ServiceKey() string { return strings.TrimRight(c.URL, "/") }
 type limits struct {
 	maxConcurrent int
 	perSecond     float64
-	slots         chan struct{} // maxConcurrent tokens; nil: no cap
-	limiter       *rate.Limiter // nil: no pacing
+	slots         *slots.Limiter // this node's share of maxConcurrent (unbounded when 0, but for a None share)
+	limiter       *rate.Limiter  // this node's share of perSecond; nil: no pacing
 	refs          int
 }
 
 var (
 	servicesMu sync.Mutex
 	services   = map[string]*limits{}
+	share      slots.Share // this process's share of every service's limits (SetShare)
 )
+
+// SetShare makes every service's limits, now and for services opened later, this process's share of them: a
+// cluster of nodes using the same services splits max_concurrent and creates_per_second between its live nodes
+// (docs/scale-out.md, "Limits across nodes"). Environments live above a lowered limit are not closed; new
+// creates wait until the service is under it (Within says when).
+func SetShare(s slots.Share) {
+	servicesMu.Lock()
+	defer servicesMu.Unlock()
+	share = s
+	for _, l := range services {
+		l.apply(s)
+	}
+}
+
+// Within says whether every service has no more environments live than its limit (this process's share).
+func Within() bool {
+	servicesMu.Lock()
+	defer servicesMu.Unlock()
+	for _, l := range services {
+		if !l.slots.Within() {
+			return false
+		}
+	}
+	return true
+}
+
+// apply sets the limits to s's share; servicesMu is held.
+func (l *limits) apply(s slots.Share) {
+	n := math.MaxInt
+	switch {
+	case l.maxConcurrent > 0:
+		n = s.Of(l.maxConcurrent)
+	case s.None:
+		n = 0
+	}
+	l.slots.SetLimit(n)
+	if l.limiter != nil {
+		if r := s.OfRate(l.perSecond); r > 0 { // 0 (a None share): the slots admit nothing anyway
+			l.limiter.SetLimit(rate.Limit(r))
+		}
+	}
+}
 
 // shareLimits returns the service's limits, made with cfg's values by the first Tool that names it; a later one
 // must ask for the same.
@@ -122,13 +166,11 @@ func shareLimits(cfg Config) (*limits, error) {
 		l.refs++
 		return l, nil
 	}
-	l := &limits{maxConcurrent: cfg.MaxConcurrent, perSecond: cfg.CreatesPerSecond, refs: 1}
-	if cfg.MaxConcurrent > 0 {
-		l.slots = make(chan struct{}, cfg.MaxConcurrent)
-	}
+	l := &limits{maxConcurrent: cfg.MaxConcurrent, perSecond: cfg.CreatesPerSecond, refs: 1, slots: slots.New(0)}
 	if cfg.CreatesPerSecond > 0 {
 		l.limiter = rate.NewLimiter(rate.Limit(cfg.CreatesPerSecond), 1)
 	}
+	l.apply(share)
 	services[key] = l
 	return l, nil
 }
@@ -209,8 +251,8 @@ type Tool struct {
 	specs   []Spec
 	service string // what the service calls itself (GET /tools), for provenance
 	limits  *limits
-	slots   chan struct{} // the service's MaxConcurrent tokens; nil: no cap
-	limiter *rate.Limiter // the service's pacing; nil: none
+	slots   *slots.Limiter // the service's live environments (MaxConcurrent)
+	limiter *rate.Limiter  // the service's pacing; nil: none
 
 	mu     sync.Mutex
 	envs   map[string]string // episode id -> env id
@@ -316,12 +358,8 @@ func (t *Tool) BeginEpisode(ctx context.Context, episodeID string, metadata json
 	if dup {
 		return &Error{t.cfg.Name(), "create", fmt.Errorf("episode %q already has an environment", episodeID)}
 	}
-	if t.slots != nil {
-		select {
-		case t.slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := t.slots.Acquire(ctx); err != nil {
+		return ctx.Err()
 	}
 	if len(metadata) == 0 {
 		metadata = json.RawMessage("null")
@@ -367,11 +405,7 @@ func (t *Tool) BeginEpisode(ctx context.Context, episodeID string, metadata json
 	return nil
 }
 
-func (t *Tool) release() {
-	if t.slots != nil {
-		<-t.slots
-	}
-}
+func (t *Tool) release() { t.slots.Release() }
 
 // retry runs attempt (each bounded by perAttempt) until it succeeds, fails for good, or ctx ends: up to 1+Retries
 // times, waiting Backoff, 2*Backoff, ... (at most 30 s) in between. With a pace, each attempt first waits for

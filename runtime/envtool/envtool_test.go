@@ -386,7 +386,7 @@ func TestLimitsSharedPerService(t *testing.T) {
 	a.Close(context.Background()) // twice: still one hold dropped
 	b.Close(context.Background())
 	c := open(t, Config{URL: srv.URL, MaxConcurrent: 4})
-	if c.limits == b.limits || cap(c.slots) != 4 || c.limiter != nil {
+	if c.limits == b.limits || c.slots.Limit() != 4 || c.limiter != nil {
 		t.Errorf("after every entry closed, a new one does not get its own limits")
 	}
 }

@@ -21,18 +21,21 @@ type conn struct {
 	ws       *websocket.Conn
 	remote   string
 	consumer string
+	session  string // welcome.session_id
+	release  func() // ends the connection's store-wide claim of its consumer (ConsumerClaimer), or nil
 
 	ctrl      chan []byte // answers, errors and events, in order; bounded (Config.SendQueue)
 	credits   atomic.Int64
 	creditSig chan struct{}
 	pumpSig   chan struct{} // credits came (for the pump of a Store's outbox)
 
-	kickOnce  sync.Once
-	kicked    chan struct{}
-	kickCode  int
-	kickText  string
-	dead      chan struct{} // closed when the writer has exited
-	controlWG sync.WaitGroup
+	kickOnce      sync.Once
+	supersedeOnce sync.Once
+	kicked        chan struct{}
+	kickCode      int
+	kickText      string
+	dead          chan struct{} // closed when the writer has exited
+	controlWG     sync.WaitGroup
 
 	// On a Store: the consumer's outbox and what this connection sent from it and has not seen acked.
 	outbox Outbox
@@ -150,12 +153,17 @@ func (c *conn) serve(headerAuth bool) {
 		notify, unwatch = s.spool.watch(c.consumer)
 		defer unwatch()
 	}
+	c.session = newSessionID()
 	active, dropped, err := s.attach(c, resume)
-	if err != nil {
+	if errors.Is(err, ErrClosed) {
 		c.fatal(CodeShuttingDown, err.Error(), websocket.CloseGoingAway)
 		return
 	}
 	defer s.detach(c)
+	if err != nil {
+		c.fatal(CodeSpool, err.Error(), websocket.CloseInternalServerErr)
+		return
+	}
 	log := s.log.With("consumer", c.consumer, "remote", c.remote)
 	var w Welcome
 	if s.store != nil {
@@ -186,7 +194,7 @@ func (c *conn) serve(headerAuth bool) {
 		}
 		w = Welcome{Unacked: s.spool.unacked(c.consumer), ActiveRequests: active, DoneRequests: done, SpoolID: s.spool.id}
 	}
-	w.Type, w.Protocol, w.Consumer, w.Session = TypeWelcome, ProtocolVersion, c.consumer, newSessionID()
+	w.Type, w.Protocol, w.Consumer, w.Session = TypeWelcome, ProtocolVersion, c.consumer, c.session
 	w.Dropped, w.MaxMessageBytes = dropped, s.cfg.MaxMessageBytes
 	b, _ := json.Marshal(w)
 	c.ws.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))

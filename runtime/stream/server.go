@@ -444,6 +444,13 @@ func (s *Server) attach(c *conn, resume bool) (active []string, dropped int, err
 		s.supersede(old)
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.WriteTimeout)
 		defer cancel()
+		if cl, ok := s.store.(ConsumerClaimer); ok {
+			// Claimed before the drop and the active list, so that a hello on another node after this one
+			// supersedes this connection rather than racing it.
+			if c.release, err = cl.ClaimConsumer(ctx, c.consumer, c.session, func() { s.supersede(c) }); err != nil {
+				return nil, 0, err
+			}
+		}
 		if !resume {
 			if dropped, err = s.store.Drop(ctx, c.consumer); err != nil {
 				return nil, 0, err
@@ -494,14 +501,18 @@ func (s *Server) attach(c *conn, resume bool) (active []string, dropped int, err
 }
 
 // supersede tells old, the previous connection of a consumer, that another one took its place, and closes it.
+// Once per connection: a hello on this process and the same hello seen store-wide (ConsumerClaimer) both
+// supersede it.
 func (s *Server) supersede(old *conn) {
 	if old == nil {
 		return
 	}
-	b, _ := json.Marshal(ErrorFrame{Type: TypeError, Code: CodeSuperseded,
-		Message: "another connection said hello with this consumer_id; it receives this consumer's trajectories now"})
-	old.tryQueue(b)
-	old.kick(websocket.ClosePolicyViolation, CodeSuperseded)
+	old.supersedeOnce.Do(func() {
+		b, _ := json.Marshal(ErrorFrame{Type: TypeError, Code: CodeSuperseded,
+			Message: "another connection said hello with this consumer_id; it receives this consumer's trajectories now"})
+		old.tryQueue(b)
+		old.kick(websocket.ClosePolicyViolation, CodeSuperseded)
+	})
 }
 
 func (s *Server) detach(c *conn) {
@@ -511,6 +522,9 @@ func (s *Server) detach(c *conn) {
 		delete(s.consumers, c.consumer)
 	}
 	s.mu.Unlock()
+	if c.release != nil {
+		c.release()
+	}
 }
 
 // submit validates and registers a request; it returns the frame to answer with and, when the request was

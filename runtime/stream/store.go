@@ -37,6 +37,17 @@ type Store interface {
 	Events(consumer string, f func(EventFrame)) (stop func(), err error)
 }
 
+// ConsumerClaimer is a Store shared by several processes (a cluster of nodes, each serving trainers): a hello
+// on any of them supersedes the consumer's older connections on every other, as one process does with its own.
+// A Store that one process owns need not implement it.
+type ConsumerClaimer interface {
+	// ClaimConsumer records session, a connection that said hello, as the consumer's newest connection
+	// store-wide. superseded is called once, on its own goroutine, when a later hello of the consumer is recorded
+	// anywhere; release ends the claim when the connection closes. An error means the hello was not recorded:
+	// the connection is refused (no later hello could supersede it).
+	ClaimConsumer(ctx context.Context, consumer, session string, superseded func()) (release func(), err error)
+}
+
 // Outbox is one connection's view of a consumer's stored messages.
 type Outbox interface {
 	// Next waits for the next message that is not acked (one offered to a connection that ended without an

@@ -7,9 +7,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agentrt/agentrt/internal/slots"
 	"github.com/agentrt/agentrt/runtime/bus"
+	"github.com/agentrt/agentrt/runtime/envtool"
 	"github.com/agentrt/agentrt/runtime/rollout"
 	"github.com/agentrt/agentrt/runtime/stream"
+	"github.com/agentrt/agentrt/sglang"
 )
 
 // busStore is the stream.Store of `agentrt serve`: accepted requests and finished trajectories live on the bus
@@ -19,7 +22,10 @@ type busStore struct {
 	id string
 }
 
-var _ stream.Store = (*busStore)(nil)
+var (
+	_ stream.Store           = (*busStore)(nil)
+	_ stream.ConsumerClaimer = (*busStore)(nil)
+)
 
 func newBusStore(ctx context.Context, b *bus.Bus) (*busStore, error) {
 	id, err := b.ID(ctx)
@@ -315,4 +321,22 @@ func (c nodeControl) Resume(ctx context.Context) error { return c.svc.Resume(ctx
 
 func (c nodeControl) UpdateWeights(ctx context.Context, w bus.Weights) error {
 	return c.svc.UpdateWeights(ctx, stream.UpdateWeightsRequest{ModelPath: w.ModelPath, WeightVersion: w.WeightVersion, Options: w.Options})
+}
+
+// nodeLimits is what this node splits with the other live nodes of the bus (bus.Limits): its environment
+// services' max_concurrent and creates_per_second (envtool's, process-wide) and its model servers' in-flight
+// bounds.
+type nodeLimits struct{ client *sglang.Client }
+
+func (l nodeLimits) SetShare(s slots.Share) {
+	envtool.SetShare(s)
+	l.client.SetShare(s)
+}
+
+func (l nodeLimits) Within() bool { return envtool.Within() && l.client.Within() }
+
+// ClaimConsumer makes a hello on this node supersede the consumer's connections on every node
+// (stream.ConsumerClaimer).
+func (s *busStore) ClaimConsumer(ctx context.Context, consumer, session string, superseded func()) (func(), error) {
+	return s.b.ClaimConsumer(ctx, consumer, session, superseded)
 }

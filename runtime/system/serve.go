@@ -255,7 +255,7 @@ func (s *Server) Serve(ctx context.Context) error {
 	nlog := s.log.With("component", "node", "node", s.bus.NodeName())
 	go func() {
 		nodeDone <- s.bus.Serve(nodeCtx, bus.Node{Slots: s.cfg.Server.Concurrency, Run: s.svc.RunSample,
-			Failed: rollout.FailedSample, Drain: drain, Control: nodeControl{s.svc}, Observe: func(e bus.Event) {
+			Failed: rollout.FailedSample, Drain: drain, Control: nodeControl{s.svc}, Limits: nodeLimits{s.sys.Client()}, Observe: func(e bus.Event) {
 				nlog.Debug("bus: "+e.Kind, "trajectory_id", e.Sample.TrajectoryID, "delivery", e.Delivery, "err", e.Err)
 			}})
 	}()

@@ -1,0 +1,147 @@
+package bus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ConnBucket holds, per consumer, its newest trainer connection (docs/scale-out.md, "Trainer connections"): the
+// node and connection that said hello last. The record's revision orders the hellos of the whole cluster; a
+// connection whose record was overwritten by a later hello, on any node, is superseded.
+const ConnBucket = "agentrt_connections"
+
+// connRecord is a consumer's record in ConnBucket.
+type connRecord struct {
+	Node string `json:"node"`
+	Conn string `json:"conn"`
+}
+
+// connClaims is this node's view of ConnBucket: the claims its connections hold and the newest revision seen
+// per key. One watch serves every connection of the node.
+type connClaims struct {
+	mu      sync.Mutex
+	started bool
+	stop    func()                           // ends the watch (Bus.Close)
+	newest  map[string]uint64                // key -> the newest revision the watch has shown
+	claims  map[string]map[*connClaim]uint64 // key -> this node's claims -> their revisions
+}
+
+type connClaim struct {
+	once       sync.Once
+	superseded func()
+}
+
+func (c *connClaim) fire() { c.once.Do(func() { go c.superseded() }) }
+
+// setupConnections creates (or updates) the connection bucket: one record per consumer, no history.
+func (b *Bus) setupConnections(ctx context.Context) (err error) {
+	b.conns, err = b.js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ConnBucket, Storage: jetstream.FileStorage, Replicas: b.cfg.replicas()})
+	if err != nil {
+		return fmt.Errorf("bucket %s: %w", ConnBucket, err)
+	}
+	return nil
+}
+
+// ClaimConsumer records conn, a trainer connection that said hello on this node, as its consumer's newest
+// connection in the whole cluster. superseded is called once, on its own goroutine, when a later hello of the
+// same consumer is recorded (on this node or another); a hello recorded before this one's claim supersedes
+// nothing here. release ends the claim (the connection closed): it deletes the record unless a later hello
+// overwrote it. An error means the store did not record the hello: the connection must not be served, since no
+// later hello elsewhere could supersede it.
+func (b *Bus) ClaimConsumer(ctx context.Context, consumer, conn string, superseded func()) (release func(), err error) {
+	if err := b.watchConnections(ctx); err != nil {
+		return nil, err
+	}
+	v, err := json.Marshal(connRecord{Node: b.NodeName(), Conn: conn})
+	if err != nil {
+		return nil, err
+	}
+	key := token(consumer)
+	var rev uint64
+	err = retryTransient(ctx, b.log, "claim consumer", func(ctx context.Context) (err error) {
+		rev, err = b.conns.Put(ctx, key, v)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("bus: record the connection of consumer %q: %w", consumer, err)
+	}
+	cl := &connClaim{superseded: superseded}
+	cc := &b.connClaims
+	cc.mu.Lock()
+	if cc.newest[key] > rev {
+		cl.fire() // a later hello was recorded (and watched) before this claim was registered
+	} else {
+		if cc.claims[key] == nil {
+			cc.claims[key] = map[*connClaim]uint64{}
+		}
+		cc.claims[key][cl] = rev
+	}
+	cc.mu.Unlock()
+	return func() {
+		cc.mu.Lock()
+		delete(cc.claims[key], cl)
+		if len(cc.claims[key]) == 0 {
+			delete(cc.claims, key)
+		}
+		cc.mu.Unlock()
+		dctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+		defer cancel()
+		// Only this hello's record: a later one keeps its own (a wrong-revision answer is that case).
+		if err := b.conns.Delete(dctx, key, jetstream.LastRevision(rev)); err != nil && !isWrongRevision(err) && !b.nc.IsClosed() {
+			b.log.Debug("bus: could not remove a connection record (the next hello overwrites it)", "consumer", consumer, "err", err)
+		}
+	}, nil
+}
+
+// watchConnections starts this node's watch of ConnBucket once: a hello recorded after a claim supersedes it.
+// It returns once the watch has shown the bucket's current records, so a claim made after it sees every later
+// hello.
+func (b *Bus) watchConnections(ctx context.Context) error {
+	cc := &b.connClaims
+	cc.mu.Lock()
+	defer cc.mu.Unlock() // claims wait for the first watch; they are rare (one per hello)
+	if cc.started {
+		return nil
+	}
+	w, stop, err := b.watchAll(context.WithoutCancel(ctx), b.conns, "watch connections")
+	if err != nil {
+		return fmt.Errorf("bus: watch connections: %w", err)
+	}
+	newest := map[string]uint64{}
+	for shown := false; !shown; {
+		select {
+		case e := <-w.Updates():
+			if e == nil {
+				shown = true // the current records have been shown
+			} else {
+				newest[e.Key()] = max(newest[e.Key()], e.Revision())
+			}
+		case <-ctx.Done():
+			stop()
+			return fmt.Errorf("bus: watch connections: %w", context.Cause(ctx))
+		}
+	}
+	cc.newest, cc.claims, cc.stop, cc.started = newest, map[string]map[*connClaim]uint64{}, stop, true
+	go func() {
+		for e := range w.Updates() {
+			if e == nil || e.Operation() != jetstream.KeyValuePut {
+				continue // a delete is a connection that closed: it supersedes nothing
+			}
+			cc.mu.Lock()
+			key, rev := e.Key(), e.Revision()
+			cc.newest[key] = max(cc.newest[key], rev)
+			for cl, r := range cc.claims[key] {
+				if r < rev {
+					cl.fire()
+					delete(cc.claims[key], cl)
+				}
+			}
+			cc.mu.Unlock()
+		}
+	}()
+	return nil
+}
