@@ -28,32 +28,9 @@ func TestServeClusterKill9(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three agentrt serve subprocesses")
 	}
-	dir := t.TempDir()
-	var nodes []*clusterNode
-	for attempt := 1; ; attempt++ {
-		nodes = startCluster(t, dir, attempt)
-		if nodes != nil {
-			break
-		}
-		if attempt == 5 {
-			t.Fatal("the first node's route port was taken 5 times")
-		}
-	}
+	nodes, failf := newCluster(t)
 	const items, n = 64, 8
-	var its []map[string]any
-	for i := range items {
-		its = append(its, map[string]any{"id": fmt.Sprintf("q%d", i), "n": n,
-			"messages": []map[string]any{{"role": "user", "content": fmt.Sprintf("What is %d*7+%d?", i+2, i)}}})
-	}
-	failf := func(format string, args ...any) {
-		t.Helper()
-		var logs strings.Builder
-		for _, nd := range nodes {
-			b, _ := os.ReadFile(nd.logPath)
-			fmt.Fprintf(&logs, "\n--- %s stderr (last 8 KB):\n%s", nd.name, tail(b, 8<<10))
-		}
-		t.Fatalf("%s%s", fmt.Sprintf(format, args...), logs.String())
-	}
+	its := questions(items, n, "What is %d*7+%d?")
 	trainerNode := nodes[1]
 	c := dialConsumer(t, trainerNode.url)
 	c.send(t, map[string]any{"type": "submit", "request_id": "r", "items": its})
@@ -218,6 +195,39 @@ func (nd *clusterNode) scan(r *bufio.Reader, logf *os.File) {
 			return
 		}
 	}
+}
+
+// newCluster starts three `agentrt serve` processes as a cluster (startCluster, tried again while the first
+// node's route port is taken; extra as there) and returns them with failf, which fails the test with the last
+// 8 KB of each node's log.
+func newCluster(t *testing.T, extra ...string) (nodes []*clusterNode, failf func(format string, args ...any)) {
+	t.Helper()
+	dir := t.TempDir()
+	for attempt := 1; nodes == nil; attempt++ {
+		if attempt > 5 {
+			t.Fatal("the first node's route port was taken 5 times")
+		}
+		nodes = startCluster(t, dir, attempt, extra...)
+	}
+	return nodes, func(format string, args ...any) {
+		t.Helper()
+		var logs strings.Builder
+		for _, nd := range nodes {
+			b, _ := os.ReadFile(nd.logPath)
+			fmt.Fprintf(&logs, "\n--- %s stderr (last 8 KB):\n%s", nd.name, tail(b, 8<<10))
+		}
+		t.Fatalf("%s%s", fmt.Sprintf(format, args...), logs.String())
+	}
+}
+
+// questions are items q0, q1, ... of n samples each, whose user message is format filled with i+2 and i.
+func questions(items, n int, format string) []map[string]any {
+	var its []map[string]any
+	for i := range items {
+		its = append(its, map[string]any{"id": fmt.Sprintf("q%d", i), "n": n,
+			"messages": []map[string]any{{"role": "user", "content": fmt.Sprintf(format, i+2, i)}}})
+	}
+	return its
 }
 
 // startCluster starts three nodes: n0 on a route port chosen here (a JetStream cluster needs its first node's

@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"os"
-	"strings"
 	"testing"
 )
 
@@ -15,23 +12,7 @@ func TestServeClusterControl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three agentrt serve subprocesses")
 	}
-	dir := t.TempDir()
-	var nodes []*clusterNode
-	for attempt := 1; nodes == nil; attempt++ {
-		if attempt > 5 {
-			t.Fatal("the first node's route port was taken 5 times")
-		}
-		nodes = startCluster(t, dir, attempt)
-	}
-	failf := func(format string, args ...any) {
-		t.Helper()
-		var logs strings.Builder
-		for _, nd := range nodes {
-			b, _ := os.ReadFile(nd.logPath)
-			fmt.Fprintf(&logs, "\n--- %s stderr (last 8 KB):\n%s", nd.name, tail(b, 8<<10))
-		}
-		t.Fatalf("%s%s", fmt.Sprintf(format, args...), logs.String())
-	}
+	nodes, failf := newCluster(t)
 	c := dialConsumer(t, nodes[1].url)
 	controlOK := func(msg map[string]any) {
 		t.Helper()
@@ -46,11 +27,7 @@ func TestServeClusterControl(t *testing.T) {
 	controlOK(map[string]any{"type": "resume", "id": "c3"})
 
 	const items, n = 16, 4
-	var its []map[string]any
-	for i := range items {
-		its = append(its, map[string]any{"id": fmt.Sprintf("q%d", i), "n": n,
-			"messages": []map[string]any{{"role": "user", "content": fmt.Sprintf("What is %d*7?", i+2)}}})
-	}
+	its := questions(items, n, "What is %[1]d*7?")
 	c.send(t, map[string]any{"type": "submit", "request_id": "r", "items": its})
 	got := map[string]bool{}
 	var done map[string]any

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -70,33 +69,13 @@ func TestServeClusterEnvLimit(t *testing.T) {
 	env := &countingEnv{envs: map[string]string{}, live: map[string]bool{}, episodes: map[string]bool{}}
 	srv := httptest.NewServer(env)
 	defer srv.Close()
-	dir := t.TempDir()
-	var nodes []*clusterNode
-	for attempt := 1; nodes == nil; attempt++ {
-		if attempt > 5 {
-			t.Fatal("the first node's route port was taken 5 times")
-		}
-		nodes = startCluster(t, dir, attempt, `plugin = "builtin:calculator"`+"\n", `plugin = "builtin:calculator"
+	nodes, failf := newCluster(t, `plugin = "builtin:calculator"`+"\n", `plugin = "builtin:calculator"
 
 [[agent.tools]]
 env = { url = "`+srv.URL+`", max_concurrent = 4 }
 `)
-	}
-	failf := func(format string, args ...any) {
-		t.Helper()
-		var logs strings.Builder
-		for _, nd := range nodes {
-			b, _ := os.ReadFile(nd.logPath)
-			fmt.Fprintf(&logs, "\n--- %s stderr (last 8 KB):\n%s", nd.name, tail(b, 8<<10))
-		}
-		t.Fatalf("%s%s", fmt.Sprintf(format, args...), logs.String())
-	}
 	const items, n = 16, 4
-	var its []map[string]any
-	for i := range items {
-		its = append(its, map[string]any{"id": fmt.Sprintf("q%d", i), "n": n,
-			"messages": []map[string]any{{"role": "user", "content": fmt.Sprintf("What is %d*7?", i+2)}}})
-	}
+	its := questions(items, n, "What is %[1]d*7?")
 	c := dialConsumer(t, nodes[0].url)
 	c.send(t, map[string]any{"type": "submit", "request_id": "r", "items": its})
 	got := map[string]bool{}
