@@ -287,6 +287,25 @@ func (b *Bus) watchAll(ctx context.Context, kv jetstream.KeyValue, what string) 
 	}
 }
 
+// currentRecords reads what a new watch shows first, the records stored when it started (a nil entry ends them),
+// calling f with each, until ctx ends.
+func currentRecords(ctx context.Context, w jetstream.KeyWatcher, f func(jetstream.KeyValueEntry)) error {
+	for {
+		select {
+		case e, ok := <-w.Updates():
+			switch {
+			case !ok:
+				return errors.New("the watch ended")
+			case e == nil:
+				return nil
+			}
+			f(e)
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
 // controlNode applies the cluster's control state on one serving node and keeps its presence record.
 type controlNode struct {
 	b    *Bus
@@ -326,13 +345,11 @@ func (b *Bus) startControl(ctx context.Context, ctl Controller, lim Limits) (sto
 	if err != nil {
 		return nil, fmt.Errorf("bus: watch controls: %w", err)
 	}
-	// The current state comes first (then a nil entry); apply it before serving.
+	// The current state comes first; apply it before serving.
 	var first jetstream.KeyValueEntry
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
-		first = e
+	if err := currentRecords(ctx, w, func(e jetstream.KeyValueEntry) { first = e }); err != nil {
+		stopWatch()
+		return nil, fmt.Errorf("bus: watch controls: %w", err)
 	}
 	if first != nil {
 		n.apply(ctx, first)

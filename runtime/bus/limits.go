@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -65,23 +64,16 @@ func (n *controlNode) readNodes(ctx context.Context) (map[string]presence, error
 	}
 	defer w.Stop()
 	seen := map[string]presence{}
-	for {
-		select {
-		case e, ok := <-w.Updates():
-			if !ok {
-				return nil, errors.New("the watch ended")
-			}
-			if e == nil {
-				return seen, nil // every record stored now has been shown
-			}
-			var p presence
-			if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &p) == nil && p.Node != "" {
-				seen[p.Node] = p
-			}
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
+	err = currentRecords(ctx, w, func(e jetstream.KeyValueEntry) {
+		var p presence
+		if e.Operation() == jetstream.KeyValuePut && json.Unmarshal(e.Value(), &p) == nil && p.Node != "" {
+			seen[p.Node] = p
 		}
+	})
+	if err != nil {
+		return nil, err
 	}
+	return seen, nil
 }
 
 // followShares keeps the node's share of the limits in step with the live nodes until ctx ends.

@@ -3,7 +3,6 @@ package bus
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -140,24 +139,11 @@ func (b *Bus) startConnWatch(ready chan struct{}) {
 	w, stop, err := b.watchAll(context.Background(), b.conns, "watch connections") // a closed bus ends it
 	newest := map[string]uint64{}
 	if err == nil {
-		timeout := time.NewTimer(connWatchShown)
-		defer timeout.Stop()
-		for shown := false; !shown && err == nil; {
-			select {
-			case e, ok := <-w.Updates():
-				switch {
-				case !ok:
-					err = errors.New("the watch ended")
-				case e == nil:
-					shown = true // the current records have been shown
-				default:
-					newest[e.Key()] = max(newest[e.Key()], e.Revision())
-				}
-			case <-timeout.C:
-				err = fmt.Errorf("the current records were not shown within %s", connWatchShown)
-			}
-		}
+		ctx, cancel := context.WithTimeout(context.Background(), connWatchShown)
+		err = currentRecords(ctx, w, func(e jetstream.KeyValueEntry) { newest[e.Key()] = max(newest[e.Key()], e.Revision()) })
+		cancel()
 		if err != nil {
+			err = fmt.Errorf("the current records (within %s): %w", connWatchShown, err)
 			stop()
 		}
 	}
