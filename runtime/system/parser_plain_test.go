@@ -1,0 +1,79 @@
+package system
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/agentrt/agentrt/parsers"
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
+	"github.com/agentrt/agentrt/runtime/plugin"
+)
+
+// TestParserPlainSkip runs the built-in hermes parser through the plugin host with and without the skip of
+// parsers.Plain, over SGLang's tool-call corpus and texts near the marker: every result is the same (calls, normal
+// text, errors), and the skip is taken for some texts and not for others.
+func TestParserPlainSkip(t *testing.T) {
+	ctx := context.Background()
+	h, err := plugin.NewHost(ctx, plugin.Config{CacheDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close(ctx)
+	specs := []abi.ToolSpec{{Name: "calculator", Description: "Evaluate.", Parameters: abi.RawJSON(`{"type":"object"}`)}}
+	mod, err := loadParser(ctx, h, "hermes", specs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := mod.Parser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	skip := parserAdapter{p: p, name: "hermes", builtin: "hermes"}
+	wasm := parserAdapter{p: p, name: "hermes"}
+
+	texts := []string{"", " \n ", "The answer is 42.\n", "<think>\nthink <tool_call> here\n</think>\n\nDone.",
+		"</tool_call> stray", "<tool_call", "\u00a0x\u00a0", "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {}}\n</tool_call>"}
+	f, err := os.Open(filepath.Join("..", "..", "sglang", "testdata", "fixtures", "tool_calls.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 1<<24)
+	for sc.Scan() {
+		var c struct{ Text string }
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, c.Text)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	skipped := 0
+	for _, text := range texts {
+		if _, ok := parsers.Plain("hermes", text); ok {
+			skipped++
+		}
+		got, gerr := skip.Parse(ctx, text)
+		want, werr := wasm.Parse(ctx, text)
+		if (gerr == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+			t.Fatalf("text %q: with the skip %+v (%v), the Wasm parser %+v (%v)", text, got, gerr, want, werr)
+		}
+	}
+	if skipped == 0 || skipped == len(texts) {
+		t.Fatalf("the skip was taken for %d of %d texts: both sides must be exercised", skipped, len(texts))
+	}
+
+	// A cancelled call is the parser's to answer, skip or not.
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := skip.Parse(cctx, "plain text"); err == nil {
+		t.Fatal("a cancelled context: the skip answered instead of the parser (no error)")
+	}
+}
