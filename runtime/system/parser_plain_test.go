@@ -77,3 +77,37 @@ func TestParserPlainSkip(t *testing.T) {
 		t.Fatal("a cancelled context: the skip answered instead of the parser (no error)")
 	}
 }
+
+// BenchmarkParserPlainSkip is the parser's cost for a final answer (no call) through the plugin host: the Wasm
+// call, and the skip of parsers.Plain.
+func BenchmarkParserPlainSkip(b *testing.B) {
+	ctx := context.Background()
+	h, err := plugin.NewHost(ctx, plugin.Config{CacheDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer h.Close(ctx)
+	specs := []abi.ToolSpec{{Name: "calculator", Description: "Evaluate.", Parameters: abi.RawJSON(`{"type":"object"}`)}}
+	mod, err := loadParser(ctx, h, "hermes", specs, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := mod.Parser()
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := "<think>\nThe calculator said 68. So 3*5+7 = 22 and the rest follows.\n</think>\n\nThe answer is 68."
+	for _, bc := range []struct {
+		name string
+		a    parserAdapter
+	}{{"wasm", parserAdapter{p: p, name: "hermes"}}, {"skip", parserAdapter{p: p, name: "hermes", builtin: "hermes"}}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := bc.a.Parse(ctx, text); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
