@@ -36,15 +36,18 @@ func TestPlain(t *testing.T) {
 		texts = append(texts, c.Text)
 	}
 	texts = append(texts, plainFuzzSeeds...)
-	for name := range plainMarkers {
+	for _, m := range plainMarkers {
+		texts = append(texts, m, " a "+m+"\n<function=search>\n</function>\n", "<think>"+m+"</think> b")
+	}
+	for name, m := range plainMarkers {
 		plain := 0
 		for _, text := range texts {
 			if checkPlain(t, name, text, tools) || checkPlain(t, name, text, nil) {
 				plain++
 			}
-			if strings.Contains(text, toolCallOpen) {
+			if strings.Contains(text, m) {
 				if _, ok := Plain(name, text); ok {
-					t.Fatalf("%s: Plain accepted a text with %s: %q", name, toolCallOpen, text)
+					t.Fatalf("%s: Plain accepted a text with %s: %q", name, m, text)
 				}
 			}
 		}
@@ -61,8 +64,9 @@ func TestPlain(t *testing.T) {
 	}
 }
 
-// plainFuzzSeeds are texts near the hermes marker for FuzzPlain and TestPlain.
-var plainFuzzSeeds = []string{"<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>", "a <tool_cal", "<think></think> x"}
+// plainFuzzSeeds are texts near the markers for FuzzPlain and TestPlain.
+var plainFuzzSeeds = []string{"<tool_call>\n{\"name\": \"search\", \"arguments\": {}}\n</tool_call>", "a <tool_cal", "<think></think> x",
+	"<minimax:tool_call>\n<invoke name=\"search\">\n</invoke>\n</minimax:tool_call>", "<seed:think>r</seed:think><seed:tool_call>"}
 
 // FuzzPlain: whatever the text, Plain's answer, when it gives one, is the parser's.
 func FuzzPlain(f *testing.F) {
