@@ -14,7 +14,7 @@ import (
 	"github.com/agentrt/agentrt/runtime/plugin"
 )
 
-// TestParserPlainSkip runs the built-in hermes parser through the plugin host with and without the skip of
+// TestParserPlainSkip runs the built-in parsers that parsers.Plain knows (hermes, qwen3_coder, minimax-m2, seed_oss) through the plugin host with and without the skip of
 // parsers.Plain, over SGLang's tool-call corpus and texts near the marker: every result is the same (calls, normal
 // text, errors), and the skip is taken for some texts and not for others.
 func TestParserPlainSkip(t *testing.T) {
@@ -25,17 +25,6 @@ func TestParserPlainSkip(t *testing.T) {
 	}
 	defer h.Close(ctx)
 	specs := []abi.ToolSpec{{Name: "calculator", Description: "Evaluate.", Parameters: abi.RawJSON(`{"type":"object"}`)}}
-	mod, err := loadParser(ctx, h, "hermes", specs, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := mod.Parser()
-	if err != nil {
-		t.Fatal(err)
-	}
-	skip := parserAdapter{p: p, name: "hermes", builtin: "hermes"}
-	wasm := parserAdapter{p: p, name: "hermes"}
-
 	texts := []string{"", " \n ", "The answer is 42.\n", "<think>\nthink <tool_call> here\n</think>\n\nDone.",
 		"</tool_call> stray", "<tool_call", "\u00a0x\u00a0", "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {}}\n</tool_call>"}
 	f, err := os.Open(filepath.Join("..", "..", "sglang", "testdata", "fixtures", "tool_calls.jsonl"))
@@ -55,19 +44,34 @@ func TestParserPlainSkip(t *testing.T) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	skipped := 0
-	for _, text := range texts {
-		if _, ok := parsers.Plain("hermes", text); ok {
-			skipped++
+	texts = append(texts, "<minimax:tool_call>\n<invoke name=\"calculator\">\n</invoke>\n</minimax:tool_call>",
+		"<seed:tool_call>\n<function=calculator>\n</function>\n</seed:tool_call>")
+	var skip parserAdapter
+	for _, name := range []string{"hermes", "qwen3_coder", "minimax-m2", "seed_oss"} {
+		mod, err := loadParser(ctx, h, name, specs, 1)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got, gerr := skip.Parse(ctx, text)
-		want, werr := wasm.Parse(ctx, text)
-		if (gerr == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
-			t.Fatalf("text %q: with the skip %+v (%v), the Wasm parser %+v (%v)", text, got, gerr, want, werr)
+		p, err := mod.Parser()
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if skipped == 0 || skipped == len(texts) {
-		t.Fatalf("the skip was taken for %d of %d texts: both sides must be exercised", skipped, len(texts))
+		skip = parserAdapter{p: p, name: name, builtin: name}
+		wasm := parserAdapter{p: p, name: name}
+		skipped := 0
+		for _, text := range texts {
+			if _, ok := parsers.Plain(name, text); ok {
+				skipped++
+			}
+			got, gerr := skip.Parse(ctx, text)
+			want, werr := wasm.Parse(ctx, text)
+			if (gerr == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s, text %q: with the skip %+v (%v), the Wasm parser %+v (%v)", name, text, got, gerr, want, werr)
+			}
+		}
+		if skipped == 0 || skipped == len(texts) {
+			t.Fatalf("%s: the skip was taken for %d of %d texts: both sides must be exercised", name, skipped, len(texts))
+		}
 	}
 
 	// A cancelled call is the parser's to answer, skip or not.
