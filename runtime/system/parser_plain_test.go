@@ -14,9 +14,10 @@ import (
 	"github.com/agentrt/agentrt/runtime/plugin"
 )
 
-// TestParserPlainSkip runs the built-in parsers that parsers.Plain knows (hermes, qwen3_coder, minimax-m2, seed_oss) through the plugin host with and without the skip of
-// parsers.Plain, over SGLang's tool-call corpus and texts near the marker: every result is the same (calls, normal
-// text, errors), and the skip is taken for some texts and not for others.
+// TestParserPlainSkip runs the built-in parsers that parsers.Plain knows (hermes, qwen3_coder, minimax-m2,
+// seed_oss) through the plugin host with and without the skip, over SGLang's tool-call corpus and texts near the
+// markers: every result is the same (calls, normal text, errors), and the skip is taken for some texts and not for
+// others.
 func TestParserPlainSkip(t *testing.T) {
 	ctx := context.Background()
 	h, err := plugin.NewHost(ctx, plugin.Config{CacheDir: t.TempDir()})
