@@ -26,7 +26,7 @@ recorded; ratios are taken within one run. Regenerate this file with `bench/asse
 | per-turn cost within 1.5x from 2k to 128k tokens of context | **overhead p50 met in two runs of three, CPU not met**: 30 turns at a fixed ~2k vs ~118k context, after issue 25's phases 2-3 (kept request ids, kept message JSON, delta rendered through the template's window) CPU per turn 1.64-2.41x and overhead p50 1.42-1.63x, against 2.16-2.85x and 2.16-2.59x for main in the same back-to-back runs (first measured: 5.3x and 8.7x); what is left grows with the bytes sent (the 556 KB body, the kept-ids check) | long horizon |
 
 HDR
-  for f in agent-loop side-by-side long-horizon compaction subagent sglang-wire routing stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template jsonw python-tool durability scale-out soak test-stress frontdoor outbound bounds viewer; do
+  for f in agent-loop side-by-side long-horizon compaction subagent sglang-wire routing stream plugin-host parsers sdk-examples sglang-client emulator prefix-cache adaptive tito-tokenizer tito-template jsonw python-tool durability scale-out env-split soak test-stress frontdoor outbound bounds viewer; do
     [[ -f "results/$f.md" ]] || continue
     echo
     echo "---"

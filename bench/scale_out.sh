@@ -6,20 +6,31 @@
 #   bench/scale_out.sh failover     3 nodes; once a quarter of the samples are stored, kill -9 a node (the work
 #                                   stream's leader, then a follower); prints the time from the kill to the first
 #                                   sample stored on a later claim by a survivor, and to the request's end
+#   bench/scale_out.sh cpu          tool CPU as the bottleneck: every episode makes TURNS calls of the CPython Wasm
+#                                   tool (execute_python_code), each a fixed pure-Python loop of LOOP iterations,
+#                                   then answers (the emulator's scripted policy, latency 1ms); 1 node pinned to
+#                                   core 0 (taskset, embedded bus) vs 2 nodes (cluster) pinned to cores 0 and 1; the
+#                                   emulator and the trainer are not pinned (their CPU is printed); per run:
+#                                   trajectories/s, tool calls/s, each node's tool calls and CPU (/proc/PID/stat),
+#                                   and the CPU other processes on the machine took meanwhile (/proc/stat)
 #
-# Knobs (environment): PROMPTS (64), N samples per prompt (8), LATENCY of the emulator per call (20ms; failover
-# 100ms), CONCURRENCY episode slots per node (16; failover 8), NODES for throughput ("1 3"), ACK_WAIT for
-# failover (4s), REPEAT runs of each (1), KEEP=1 keeps the nodes' logs, AGENTRT_BIN (bin/agentrt). Needs `source ~/.cache/agentrt/env.sh`.
+# Knobs (environment): PROMPTS (64; cpu 16), N samples per prompt (8), LATENCY of the emulator per call (20ms;
+# failover 100ms; cpu 1ms), CONCURRENCY episode slots per node (16; failover 8; cpu 4), NODES for throughput
+# ("1 3"), ACK_WAIT a claim (4s; cpu 30s), TURNS tool calls per episode for cpu (2, at most 5: the limiter's
+# max_tool_iters), LOOP iterations of the cpu tool's loop (10000: ~30 ms of a call's ~180 ms CPU, the rest
+# CPython's start), CORES for cpu ("0 1": node i is pinned to the i-th), REPEAT runs of each (1), KEEP=1 keeps
+# the nodes' logs, AGENTRT_BIN (bin/agentrt). A cluster of fewer than 3 nodes keeps that many stream replicas.
+# Needs `source ~/.cache/agentrt/env.sh`.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 case "${1:-}" in
-throughput | failover) mode=$1 ;;
+throughput | failover | cpu) mode=$1 ;;
 -h | --help)
-	sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 *)
-	echo "usage: bench/scale_out.sh throughput|failover (see --help)" >&2
+	echo "usage: bench/scale_out.sh throughput|failover|cpu (see --help)" >&2
 	exit 2
 	;;
 esac
@@ -31,10 +42,19 @@ n=${N:-8}
 repeat=${REPEAT:-1}
 if [[ $mode == failover ]]; then
 	latency=${LATENCY:-100ms} conc=${CONCURRENCY:-8}
+elif [[ $mode == cpu ]]; then
+	latency=${LATENCY:-1ms} conc=${CONCURRENCY:-4} prompts=${PROMPTS:-16}
+	turns=${TURNS:-2} loop=${LOOP:-10000}
+	read -r -a cores <<< "${CORES:-0 1}"
+	pywasm=${AGENTRT_PYTHON_WASM:?source ~/.cache/agentrt/env.sh first}
+	[[ $turns =~ ^[1-5]$ ]] || { echo "scale_out: TURNS must be 1..5 (the limiter's max_tool_iters is 5)" >&2; exit 2; }
+	[[ $loop =~ ^[0-9]+$ ]] || { echo "scale_out: LOOP must be a number" >&2; exit 2; }
+	[[ ${#cores[@]} -ge 2 ]] || { echo "scale_out: CORES needs two cores" >&2; exit 2; }
 else
 	latency=${LATENCY:-20ms} conc=${CONCURRENCY:-16}
 fi
 ack_wait=${ACK_WAIT:-4s}
+[[ $mode == cpu ]] && ack_wait=${ACK_WAIT:-30s} # no claim runs out on a busy core: each episode runs once
 [[ -x $bin ]] || { echo "scale_out: $bin is missing (make build)" >&2; exit 1; }
 
 work=$(mktemp -d)
@@ -59,8 +79,22 @@ wait_for() {
 
 free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-"$bin" emulate --model "$model" --addr 127.0.0.1:0 --seed 1 --latency "$latency" > "$work/emu" 2> "$work/emu.err" &
+emu_args=()
+if [[ $mode == cpu ]]; then
+	# One script line for every conversation ("*"): TURNS calls of the Python tool, each running the same loop
+	# (pure Python, no sleeps or I/O), then the answer.
+	"$py" - "$turns" "$loop" > "$work/script.jsonl" <<'EOF'
+import json, sys
+turns, loop = int(sys.argv[1]), int(sys.argv[2])
+code = f"s = 0\nfor i in range({loop}):\n    s += i * i % 7\nprint(s)"
+call = "<tool_call>\n" + json.dumps({"name": "execute_python_code", "arguments": {"code": code}}) + "\n</tool_call>"
+print(json.dumps({"key": "*", "replies": [call] * turns + ["The loop printed its sum each time; done."]}))
+EOF
+	emu_args=(--policy scripted --script "$work/script.jsonl")
+fi
+"$bin" emulate --model "$model" --addr 127.0.0.1:0 --seed 1 --latency "$latency" "${emu_args[@]}" > "$work/emu" 2> "$work/emu.err" &
 pids+=($!)
+emu_pid=$!
 wait_for "$work/emu" http "the emulator's address"
 emu_url=$(head -1 "$work/emu")
 
@@ -76,13 +110,22 @@ start_nodes() {
 		local bus='mode = "embedded" '
 		if [[ $k -gt 1 ]]; then
 			bus="mode = \"cluster\"\nname = \"n$i\"\ncluster = \"bench\"\nlisten = \"$listen\"\nroutes = [\"nats-route://$seed\"]\n"
+			# Streams keep min(3, nodes) replicas (3, the default, needs three nodes to place them).
+			[[ $k -lt 3 ]] && bus+="replicas = $k\n"
 		fi
 		sed -e "s#^workers = .*#workers = [\"$emu_url\"]#" -e "s#^spool_dir = .*#spool_dir = \"$d/spool\"#" \
 			-e "s#^model = .*#model = \"$model\"#" -e "s#^concurrency = 256 #concurrency = $conc #" \
 			-e "s#^mode = \"embedded\" #$bus#" -e "s#^ack_wait = \"30s\"#ack_wait = \"$ack_wait\"#" \
 			"$root/runtime.toml" > "$d/runtime.toml"
 		grep -q "^concurrency = $conc " "$d/runtime.toml" || { echo "scale_out: runtime.toml has no 'concurrency = 256 '" >&2; exit 1; }
-		"$bin" serve "$d/runtime.toml" --addr 127.0.0.1:0 --log-level debug > "$d/out" 2> "$d/log" &
+		local pin=()
+		if [[ $mode == cpu ]]; then
+			# The agent's one tool becomes the CPython Wasm tool; the node runs on one core.
+			sed -i "s#^plugin = \"builtin:calculator\"\$#plugin = \"$pywasm\"\ntimeout = \"60s\"\n[agent.tools.command]\npreset = \"python\"#" "$d/runtime.toml"
+			grep -q '^preset = "python"' "$d/runtime.toml" || { echo "scale_out: runtime.toml has no 'plugin = \"builtin:calculator\"' line" >&2; exit 1; }
+			pin=(taskset -c "${cores[$i]}")
+		fi
+		"${pin[@]}" "$bin" serve "$d/runtime.toml" --addr 127.0.0.1:0 --log-level debug > "$d/out" 2> "$d/log" &
 		pids+=($!) node_pids+=($!)
 	done
 	for i in $(seq 0 $((k - 1))); do
@@ -115,6 +158,75 @@ if [[ $mode == throughput ]]; then
 			[[ -n $x ]] || { cat "$work/t$k-$r/trainer.err" >&2; exit 1; }
 			echo "| $k | $r | $x | $("$py" -c "print(f'{$x/$k:.1f}')") |"
 		done
+	done
+	echo "(load after: $(uptime | sed 's/.*load average: //'))"
+	exit 0
+fi
+
+if [[ $mode == cpu ]]; then
+	tck=$(getconf CLK_TCK)
+	# cpu_s PID: the process's user+system CPU seconds so far (/proc/PID/stat fields 14 and 15).
+	cpu_s() { awk -v t="$tck" '{sub(/.*\) /, ""); printf "%.2f", ($12 + $13) / t}' "/proc/$1/stat"; }
+	# box_s: CPU seconds the whole machine has been busy (/proc/stat: all but idle and iowait).
+	box_s() { awk -v t="$tck" '/^cpu /{printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / t}' /proc/stat; }
+	# children_s: CPU seconds of this script's reaped children (its /proc/PID/stat fields 16 and 17).
+	children_s() { awk -v t="$tck" '{sub(/.*\) /, ""); printf "%.2f", ($14 + $15) / t}' "/proc/$$/stat"; }
+	# tool_calls URL: the node's agentrt_tool_calls_total by outcome, "ok=N other=M".
+	tool_calls() {
+		"$py" - "$1" <<'EOF'
+import re, sys, urllib.request
+url = re.sub(r"^ws://([^/]+)/.*", r"http://\1/metrics", sys.argv[1])
+ok = other = 0
+for line in urllib.request.urlopen(url, timeout=10).read().decode().splitlines():
+    m = re.match(r'agentrt_tool_calls_total\{outcome="([a-z_]+)"\} (\S+)', line)
+    if m:
+        if m.group(1) == "ok":
+            ok += int(float(m.group(2)))
+        else:
+            other += int(float(m.group(2)))
+print(f"ok={ok} other={other}")
+EOF
+	}
+	echo "scale_out cpu: $prompts prompts x $n samples, $turns Python tool calls per episode (a loop of $loop iterations each), emulator latency $latency (scripted), $conc slots per node, ack_wait $ack_wait, nodes pinned to cores ${cores[*]:0:2}, $(uptime | sed 's/.*load/load/')"
+	echo "| nodes | run | trajectories/s | tool calls/s | tool calls per node | node CPU s (% of one core) | emulator CPU s | trainer CPU s | others' CPU s | load before |"
+	echo "|---|---|---|---|---|---|---|---|---|---|"
+	want=$((prompts * n))
+	declare -A tps
+	for r in $(seq "$repeat"); do
+		for k in 1 2; do
+			run="c$k-$r"
+			start_nodes "$run" "$k"
+			load=$(awk '{print $1}' /proc/loadavg)
+			before=() calls=() cpus=()
+			for p in "${node_pids[@]}"; do before+=("$(cpu_s "$p")"); done
+			emu0=$(cpu_s "$emu_pid") ch0=$(children_s) box0=$(box_s)
+			t0=$(date +%s%N)
+			trainer "${urls[0]}" "$work/$run/trainer"
+			t1=$(date +%s%N)
+			ch1=$(children_s) emu1=$(cpu_s "$emu_pid") box1=$(box_s)
+			wall=$("$py" -c "print(($t1 - $t0) / 1e9)")
+			total=0 ours="$emu1 - $emu0 + $ch1 - $ch0"
+			for i in $(seq 0 $((k - 1))); do
+				c=$(cpu_s "${node_pids[$i]}")
+				ours+=" + $c - ${before[$i]}"
+				cpus+=("n$i $("$py" -c "d = $c - ${before[$i]}; print(f'{d:.1f} ({100 * d / $wall:.0f}%)')")")
+				tc=$(tool_calls "${urls[$i]}")
+				[[ $tc == *" other=0" ]] || { echo "scale_out: node n$i: tool calls that were not ok: $tc" >&2; exit 1; }
+				ok=${tc%% *} ok=${ok#ok=}
+				calls+=("n$i $ok")
+				total=$((total + ok))
+			done
+			stop_nodes
+			x=$(rate "$work/$run/trainer")
+			[[ -n $x ]] || { cat "$work/$run/trainer.err" >&2; exit 1; }
+			# Every sample ran its episode once: exactly TURNS ok calls each, none run again elsewhere.
+			[[ $total -eq $((want * turns)) ]] || { echo "scale_out: $total tool calls, want $((want * turns)) ($want episodes x $turns)" >&2; exit 1; }
+			tps[$k-$r]=$x
+			echo "| $k | $r | $x | $("$py" -c "print(f'{$x * $turns:.1f}')") | ${calls[*]} | ${cpus[*]} | $("$py" -c "print(f'{$emu1 - $emu0:.1f}')") | $("$py" -c "print(f'{$ch1 - $ch0:.1f}')") | $("$py" -c "print(f'{$box1 - $box0 - ($ours):.1f}')") | $load |"
+		done
+	done
+	for r in $(seq "$repeat"); do
+		echo "run $r: 2 nodes / 1 node = $("$py" -c "print(f'{${tps[2-$r]} / ${tps[1-$r]}:.2f}')")x"
 	done
 	echo "(load after: $(uptime | sed 's/.*load average: //'))"
 	exit 0

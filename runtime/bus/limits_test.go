@@ -2,10 +2,13 @@ package bus
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/agentrt/agentrt/internal/slots"
 	"github.com/agentrt/agentrt/internal/testutil"
@@ -133,6 +136,11 @@ func TestLimitsSplitAcrossNodes(t *testing.T) {
 	testutil.Until(t, "nodes 0 and 2 to split 5 as 3 + 2 after node 1's presence lapsed", func() bool {
 		return split.limit(0) == 3 && split.limit(2) == 2
 	})
+	// They grew only after node 1 stopped counting: its presence record is gone from the server (until then they
+	// kept their smaller parts, under-using the limit).
+	if _, err := nodes[0].nodes.Get(patienceCtx(t), token(nodes[1].NodeName())); !errors.Is(err, jetstream.ErrKeyNotFound) {
+		t.Fatalf("nodes 0 and 2 grew while node 1's presence record was still stored (get: %v)", err)
+	}
 	check()
 }
 

@@ -3,8 +3,10 @@ package bus
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -24,6 +26,8 @@ type connRecord struct {
 // per key. One watch serves every connection of the node.
 type connClaims struct {
 	mu      sync.Mutex
+	ready   chan struct{} // closed when a start of the watch ended (nil: none under way)
+	err     error         // why the last start failed
 	started bool
 	stop    func()                           // ends the watch (Bus.Close)
 	newest  map[string]uint64                // key -> the newest revision the watch has shown
@@ -99,31 +103,70 @@ func (b *Bus) ClaimConsumer(ctx context.Context, consumer, conn string, supersed
 
 // watchConnections starts this node's watch of ConnBucket once: a hello recorded after a claim supersedes it.
 // It returns once the watch has shown the bucket's current records, so a claim made after it sees every later
-// hello.
+// hello, or when ctx ends first (the start goes on for the next claim; a failed start is tried again by it).
 func (b *Bus) watchConnections(ctx context.Context) error {
 	cc := &b.connClaims
 	cc.mu.Lock()
-	defer cc.mu.Unlock() // claims wait for the first watch; they are rare (one per hello)
 	if cc.started {
+		cc.mu.Unlock()
 		return nil
 	}
-	w, stop, err := b.watchAll(context.WithoutCancel(ctx), b.conns, "watch connections")
-	if err != nil {
-		return fmt.Errorf("bus: watch connections: %w", err)
+	if cc.ready == nil {
+		cc.ready = make(chan struct{})
+		go b.startConnWatch(cc.ready)
 	}
+	ready := cc.ready
+	cc.mu.Unlock()
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return fmt.Errorf("bus: watch connections: %w", context.Cause(ctx))
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if !cc.started {
+		return fmt.Errorf("bus: watch connections: %w", cc.err)
+	}
+	return nil
+}
+
+// connWatchShown bounds the wait for a new watch to show the bucket's current records.
+const connWatchShown = 30 * time.Second
+
+// startConnWatch makes the watch (on the bus's lifetime, not a hello's), reads the current records, then follows
+// the bucket: each later hello supersedes this node's older claims of its consumer.
+func (b *Bus) startConnWatch(ready chan struct{}) {
+	cc := &b.connClaims
+	w, stop, err := b.watchAll(context.Background(), b.conns, "watch connections") // a closed bus ends it
 	newest := map[string]uint64{}
-	for shown := false; !shown; {
-		select {
-		case e := <-w.Updates():
-			if e == nil {
-				shown = true // the current records have been shown
-			} else {
-				newest[e.Key()] = max(newest[e.Key()], e.Revision())
+	if err == nil {
+		timeout := time.NewTimer(connWatchShown)
+		defer timeout.Stop()
+		for shown := false; !shown && err == nil; {
+			select {
+			case e, ok := <-w.Updates():
+				switch {
+				case !ok:
+					err = errors.New("the watch ended")
+				case e == nil:
+					shown = true // the current records have been shown
+				default:
+					newest[e.Key()] = max(newest[e.Key()], e.Revision())
+				}
+			case <-timeout.C:
+				err = fmt.Errorf("the current records were not shown within %s", connWatchShown)
 			}
-		case <-ctx.Done():
-			stop()
-			return fmt.Errorf("bus: watch connections: %w", context.Cause(ctx))
 		}
+		if err != nil {
+			stop()
+		}
+	}
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	defer close(ready)
+	if err != nil {
+		cc.err, cc.ready = err, nil
+		return
 	}
 	cc.newest, cc.claims, cc.stop, cc.started = newest, map[string]map[*connClaim]uint64{}, stop, true
 	go func() {
@@ -143,5 +186,4 @@ func (b *Bus) watchConnections(ctx context.Context) error {
 			cc.mu.Unlock()
 		}
 	}()
-	return nil
 }
