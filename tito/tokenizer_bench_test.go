@@ -130,3 +130,22 @@ func BenchmarkLoadTokenizer(b *testing.B) {
 		tk.Close()
 	}
 }
+
+// BenchmarkDecodeOneID is the decode of one special id (a stop token): the cost runtime/turn's stop-text cache
+// saves per turn.
+func BenchmarkDecodeOneID(b *testing.B) {
+	dir := os.Getenv("AGENTRT_QWEN3_MODEL")
+	if dir == "" {
+		b.Skip("$AGENTRT_QWEN3_MODEL is not set")
+	}
+	tk, err := LoadTokenizer(filepath.Join(dir, FileTokenizer))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tk.Close()
+	id := tk.Encode("<|im_end|>", false)
+	b.ReportAllocs()
+	for b.Loop() {
+		tk.Decode(id, false)
+	}
+}
