@@ -17,8 +17,11 @@ import (
 // NewPieceCache checks; otherwise, and for text with U+0000 or invalid UTF-8, Encode falls back to the
 // tokenizer. Added tokens are matched leftmost-longest, as the library does. Safe for concurrent use.
 type PieceCache struct {
-	tok     *Tokenizer
-	byFirst map[byte][]AddedToken // candidates by first byte, longest first
+	tok      *Tokenizer
+	verbatim bool // every added token is matched verbatim: pieces can be cached
+	// byFirst are the candidates by first byte, longest first: an array, since Encode looks up every byte of
+	// the text (a map lookup per byte was most of a cached encode's time)
+	byFirst [256][]AddedToken
 	max     int
 
 	mu     sync.RWMutex
@@ -28,14 +31,14 @@ type PieceCache struct {
 // NewPieceCache returns a cache of at most maxPieces pieces over tok (it is cleared when full). Pieces longer
 // than 64 KiB are not kept.
 func NewPieceCache(tok *Tokenizer, maxPieces int) *PieceCache {
-	c := &PieceCache{tok: tok, max: maxPieces, pieces: map[string][]int32{}, byFirst: map[byte][]AddedToken{}}
+	c := &PieceCache{tok: tok, max: maxPieces, pieces: map[string][]int32{}}
 	for _, a := range tok.AddedTokens() {
 		if a.SingleWord || a.LStrip || a.RStrip || a.Normalized || a.Content == "" {
-			c.byFirst = nil // not a verbatim split: always use the tokenizer
-			return c
+			return c // not a verbatim split: always use the tokenizer
 		}
 		c.byFirst[a.Content[0]] = append(c.byFirst[a.Content[0]], a)
 	}
+	c.verbatim = true
 	for _, list := range c.byFirst {
 		sort.SliceStable(list, func(i, j int) bool { return len(list[i].Content) > len(list[j].Content) })
 	}
@@ -49,7 +52,7 @@ func (c *PieceCache) Decode(ids []int32, skipSpecialTokens bool) string {
 
 // Encode returns what c's tokenizer's Encode returns.
 func (c *PieceCache) Encode(text string, addSpecialTokens bool) []int32 {
-	if c.byFirst == nil || addSpecialTokens || strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
+	if !c.verbatim || addSpecialTokens || strings.IndexByte(text, 0) >= 0 || !utf8.ValidString(text) {
 		return c.tok.Encode(text, addSpecialTokens)
 	}
 	var out []int32

@@ -25,7 +25,7 @@ func TestPieceCacheMatchesTokenizer(t *testing.T) {
 			}
 			defer tok.Close()
 			c := NewPieceCache(tok, 64)
-			if c.byFirst == nil {
+			if !c.verbatim {
 				t.Fatal("the piece cache refused a tokenizer whose added tokens all match verbatim")
 			}
 			b, err := os.ReadFile(filepath.Join("testdata", "tokenizer", m.golden))
@@ -74,5 +74,27 @@ func TestPieceCacheMatchesTokenizer(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkPieceCacheFirstPrompt encodes a first prompt whose pieces are all cached (Qwen3: a system prompt with
+// three tool specs and a user message): what is left is finding the added tokens in the text.
+func BenchmarkPieceCacheFirstPrompt(b *testing.B) {
+	m := tkModel(b, "qwen3")
+	tpl := familyBenchTemplate(b, "qwen3")
+	text, err := tpl.Render([]Message{{Role: RoleSystem, Content: "You are a helpful agent."},
+		{Role: RoleUser, Content: "Find the population of Lyon and compute its square root."}},
+		RenderOptions{Tools: benchTools(), AddGenerationPrompt: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := NewPieceCache(m.Tokenizer, 64)
+	want := c.Encode(text, false)
+	b.SetBytes(int64(len(text)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := c.Encode(text, false); len(got) != len(want) {
+			b.Fatalf("%d ids, want %d", len(got), len(want))
+		}
 	}
 }
