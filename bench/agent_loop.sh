@@ -5,6 +5,7 @@
 # (time from a response leaving the emulator to the episode's next request arriving: decode, parse, hooks,
 # calculator tool, template delta, tokenization, HTTP; on a shared 2-core box it includes waiting for a core),
 # and agentrt's own in-process measure of it (overhead_us, from each trajectory's per-turn overhead_ms).
+# cpu_us_per_turn_steady leaves out the process's start-up, measured by a run of one prompt first (startup_cpu_s).
 #
 # usage: bench/agent_loop.sh EPISODES CONCURRENCY [LATENCY]   e.g. bench/agent_loop.sh 2000 1000
 #        LATENCY is the emulator's latency model (agentrt emulate --latency), e.g. "1s" or "20ms,0,100us".
@@ -39,15 +40,25 @@ sed -e "s#^workers = .*#workers = [\"$url\"]#" -e "s#^concurrency = .*#concurren
     -e "s#^max_in_flight_per_worker = .*#max_in_flight_per_worker = $((conc + 16))#" \
     -e "s#^model = .*#model = \"$model\"#" "$root/runtime.toml" > "$work/bench.toml"
 
+# The process's start-up (tokenizer, template self-test, plugins: ~1 s of CPU) is measured by a run of the first
+# prompt alone and reported apart: cpu_us_per_turn counts it, cpu_us_per_turn_steady does not.
+head -1 "$work/prompts.jsonl" > "$work/one.jsonl"
+/usr/bin/time -f '%e %U %S %M' -o "$work/time1" "$bin" run "$work/bench.toml" --prompts "$work/one.jsonl" \
+  --out "$work/one.out.jsonl" --quiet --concurrency "$conc" -n "${BENCH_SAMPLES:-1}" 2> "$work/run1.err" || { cat "$work/run1.err" >&2; exit 1; }
+logged=$(wc -l < "$work/emu.log")
 /usr/bin/time -f '%e %U %S %M' -o "$work/time" "$bin" run "$work/bench.toml" --prompts "$work/prompts.jsonl" \
   --out "$work/out.jsonl" --quiet --concurrency "$conc" -n "${BENCH_SAMPLES:-1}" ${AGENTRT_CPUPROFILE:+--cpuprofile "$AGENTRT_CPUPROFILE"} 2> "$work/run.err" || { cat "$work/run.err" >&2; exit 1; }
 read -r wall user sys rss_kb < "$work/time"
-gaps=$(python3 "$here/turn_gaps.py" "$work/emu.log")
-python3 - "$work/out.jsonl" "$wall" "$user" "$sys" "$rss_kb" "$conc" "$gaps" "$latency" <<'PY'
+tail -n +$((logged + 1)) "$work/emu.log" > "$work/emu.run.log"
+gaps=$(python3 "$here/turn_gaps.py" "$work/emu.run.log")
+read -r _ user1 sys1 _ < "$work/time1"
+python3 - "$work/out.jsonl" "$wall" "$user" "$sys" "$rss_kb" "$conc" "$gaps" "$latency" "$work/one.out.jsonl" "$user1" "$sys1" <<'PY'
 import json, sys
-out, wall, user, sys_, rss, conc, gaps, lat = sys.argv[1:]
+out, wall, user, sys_, rss, conc, gaps, lat, out1, user1, sys1 = sys.argv[1:]
 trajs = [json.loads(l) for l in open(out)]
 turns = sum(int(t["metrics"].get("turns", 0)) for t in trajs)
+turns1 = sum(int(json.loads(l)["metrics"].get("turns", 0)) for l in open(out1))
+cpu1 = float(user1) + float(sys1)
 status = {}
 for t in trajs:
     status[t["status"]] = status.get(t["status"], 0) + 1
@@ -61,6 +72,8 @@ print(json.dumps({"episodes": len(trajs), "concurrency": int(conc), "latency": l
                   "wall_s": float(wall), "episodes_per_s": round(len(trajs) / float(wall), 1),
                   "cpu_s": round(cpu, 2), "cpu_ms_per_episode": round(1000 * cpu / len(trajs), 3),
                   "cpu_us_per_turn": round(1e6 * cpu / max(turns, 1), 1),
+                  "startup_cpu_s": round(cpu1, 2),
+                  "cpu_us_per_turn_steady": round(1e6 * (cpu - cpu1) / max(turns - turns1, 1), 1),
                   "peak_rss_mb": round(int(rss) / 1024, 1),
                   "overhead_us": {"later_turns": len(over), "p50": pct(over, 0.5), "p90": pct(over, 0.9), "p99": pct(over, 0.99),
                                   "first_turn_p50": pct(first, 0.5)},
