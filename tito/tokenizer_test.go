@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -380,4 +382,107 @@ func FuzzTokenizerRoundTrip(f *testing.F) {
 			t.Fatalf("EncodeBatch(%q) differs from Encode", text)
 		}
 	})
+}
+
+// TestDecodeByteLevelMatchesLibrary checks Decode's Go path (ByteLevel decoders, special tokens kept) against the
+// Hugging Face library's decode through the C ABI: every id alone, ids out of range, and random sequences that
+// mix added tokens with byte tokens (split UTF-8 sequences, lone continuation bytes). The tokenizers of every
+// family the setup fetches that have a ByteLevel decoder.
+func TestDecodeByteLevelMatchesLibrary(t *testing.T) {
+	for _, env := range []string{"AGENTRT_QWEN3_MODEL", "AGENTRT_LLAMA31_MODEL", "AGENTRT_DEEPSEEK_V3_MODEL", "AGENTRT_GPTOSS_MODEL"} {
+		t.Run(env, func(t *testing.T) {
+			dir := os.Getenv(env)
+			if dir == "" {
+				t.Fatalf("%s is not set: source ~/.cache/agentrt/env.sh", env)
+			}
+			tok, err := LoadTokenizer(filepath.Join(dir, "tokenizer.json"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tok.Close()
+			if tok.byteLevel == nil {
+				t.Fatalf("%s: not a ByteLevel decoder", dir)
+			}
+			library := func(ids []int32) (string, bool) { return tok.decode(ids, false) }
+			check := func(ids []int32) {
+				t.Helper()
+				want, ok := library(ids)
+				if !ok { // U+0000 in the text: the C ABI cannot return it
+					return
+				}
+				if got := tok.Decode(ids, false); got != want {
+					t.Fatalf("ids %v: Go %q, library %q", ids, got, want)
+				}
+			}
+			n := int32(tok.VocabSize())
+			for id := range n + 8 {
+				check([]int32{id})
+			}
+			check([]int32{-1, 5, n + 100, 7})
+			rng := rand.New(rand.NewPCG(1, 2))
+			added := tok.AddedTokens()
+			for range 5000 {
+				ids := make([]int32, 1+rng.IntN(12))
+				for i := range ids {
+					switch rng.IntN(4) {
+					case 0:
+						ids[i] = added[rng.IntN(len(added))].ID
+					case 1:
+						ids[i] = int32(rng.IntN(300)) // single bytes, in most byte-level vocabularies
+					default:
+						ids[i] = int32(rng.IntN(int(n)))
+					}
+				}
+				check(ids)
+			}
+		})
+	}
+}
+
+// TestScanVocab holds scanVocab to encoding/json: the vocabularies of every model the setup fetches, and crafted
+// objects (escapes, duplicates, whitespace, malformed ones, which it must refuse for encoding/json to report).
+func TestScanVocab(t *testing.T) {
+	var raws [][]byte
+	for _, env := range []string{"AGENTRT_QWEN3_MODEL", "AGENTRT_QWEN25_MODEL", "AGENTRT_LLAMA31_MODEL", "AGENTRT_DEEPSEEK_V3_MODEL", "AGENTRT_GPTOSS_MODEL", "AGENTRT_MISTRAL_NEMO_MODEL"} {
+		dir := os.Getenv(env)
+		if dir == "" {
+			t.Fatalf("%s is not set: source ~/.cache/agentrt/env.sh", env)
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "tokenizer.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tf tokenizerFile
+		if err := json.Unmarshal(data, &tf); err != nil {
+			t.Fatal(err)
+		}
+		if len(tf.Model.Vocab) > 0 && tf.Model.Vocab[0] == '{' {
+			raws = append(raws, tf.Model.Vocab)
+		}
+	}
+	if len(raws) < 4 {
+		t.Fatalf("only %d object vocabularies among the models", len(raws))
+	}
+	for _, s := range []string{`{}`, ` { } `, `{"a":1,"a":2}`, `{"\u0120x": 3, "\"q\\": 4, "\ud83d\ude00": 5, "\ud800": 6}`,
+		"{\"a\" : 1 ,\n\t\"b\":2}", `{"a":1.0}`, `{"a":1e2}`, `{"a":-1}`, `{"a":2147483648}`, `{"a":1,}`, `{"a" 1}`, `{"a":1}x`,
+		`{"a":"1"}`, `[1]`, `{"a":1`, `{"\x01":1}`} {
+		raws = append(raws, []byte(s))
+	}
+	for _, raw := range raws {
+		var want map[string]int32
+		werr := json.Unmarshal(raw, &want)
+		got, ok := scanVocab(raw)
+		if werr != nil {
+			if ok {
+				t.Fatalf("%.80s: scanVocab accepted what encoding/json refuses (%v)", raw, werr)
+			}
+			continue
+		}
+		if ok && !maps.Equal(got, want) {
+			t.Fatalf("%.80s: scanVocab %d entries, encoding/json %d, or they differ", raw, len(got), len(want))
+		}
+		if !ok {
+			t.Fatalf("%.80s: scanVocab refused what encoding/json reads", raw)
+		}
+	}
 }
