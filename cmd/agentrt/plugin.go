@@ -109,6 +109,9 @@ func printInspection(io stdio, file string, ins *plugin.Inspection) {
 		if len(mf.Events) > 0 {
 			fmt.Fprintf(w, "events:      %s\n", strings.Join(mf.Events, ", "))
 		}
+		if len(mf.MessageRoles) > 0 {
+			fmt.Fprintf(w, "messages:    %s (message_added for these roles only)\n", strings.Join(mf.MessageRoles, ", "))
+		}
 		if len(mf.ConfigSchema) > 0 {
 			fmt.Fprintf(w, "config:      %s\n", mf.ConfigSchema)
 		}

@@ -306,8 +306,8 @@ func (h *Hook) Events() []string { return append([]string(nil), h.m.manifest.Eve
 // Wants reports whether the hook subscribed to event; the runtime calls Handle only for those.
 func (h *Hook) Wants(event string) bool { return h.m.events[event] }
 
-// Handle sends one event to the hook. An event the hook did not subscribe to gets the zero response without a
-// call.
+// Handle sends one event to the hook. An event the hook did not subscribe to, or a message_added of a role outside
+// its manifest's message_roles, gets the zero response without a call.
 //
 // # Errors
 //
@@ -316,6 +316,9 @@ func (h *Hook) Wants(event string) bool { return h.m.events[event] }
 func (h *Hook) Handle(ctx context.Context, ev *Event) (HookResponse, error) {
 	if !h.m.events[ev.Event] {
 		return HookResponse{}, nil
+	}
+	if h.m.roles != nil && ev.Event == abi.EventMessageAdded && ev.Message != nil && !h.m.roles[ev.Message.Role] {
+		return HookResponse{}, nil // a message of a role the hook declared it does not want
 	}
 	in, err := json.Marshal(ev)
 	if err != nil {

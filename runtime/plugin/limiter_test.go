@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -148,8 +150,9 @@ func TestLimiterManifest(t *testing.T) {
 	h := newHost(t)
 	mf := loadLimiter(t, h, "").Module().Manifest()
 	want := abi.Manifest{ABIVersion: 1, Kind: abi.KindHook, Name: "loop_limiter", Version: "1.0.0",
-		Description: "Stops the agent loop at tool-iteration, tool-call and message limits; cancels extra parallel tool calls.",
-		Events:      []string{abi.EventBeforeInvocation, abi.EventMessageAdded, abi.EventBeforeToolCall},
+		Description:  "Stops the agent loop at tool-iteration, tool-call and message limits; cancels extra parallel tool calls.",
+		Events:       []string{abi.EventBeforeInvocation, abi.EventMessageAdded, abi.EventBeforeToolCall},
+		MessageRoles: []string{abi.RoleUser, abi.RoleTool},
 		ConfigSchema: abi.RawJSON(`{"type":"object","additionalProperties":false,"properties":{` +
 			`"max_tool_iters":{"type":"integer","minimum":0},"max_tool_calls":{"type":"integer","minimum":0},` +
 			`"max_parallel_tool_calls":{"type":"integer","minimum":0},"max_messages":{"type":"integer","minimum":0}}}`)}
@@ -277,5 +280,40 @@ func BenchmarkLimiterHookTurn(b *testing.B) {
 			}
 			measure(b, func() error { _, err := hook.Handle(ctx, &e.ev); return err })
 		})
+	}
+}
+
+// TestLimiterMessageRoles checks message_roles end to end: the limiter (C SDK, agentrt_message_role) declares user and
+// tool, and the host calls it for those messages only. With a cancelled context a call that reaches the guest fails
+// (the instance is never acquired); one the host skips answers the zero response.
+func TestLimiterMessageRoles(t *testing.T) {
+	t.Parallel()
+	h := newHost(t)
+	hook := loadLimiter(t, h, `{"max_messages": 1}`)
+	if got := hook.Module().Manifest().MessageRoles; !slices.Equal(got, []string{abi.RoleUser, abi.RoleTool}) {
+		t.Fatalf("manifest message_roles %v, want [user tool]", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	counts := abi.Counts{Messages: 5}
+	for _, tt := range []struct {
+		ev     *abi.Event
+		called bool
+	}{
+		{&abi.Event{Event: abi.EventMessageAdded, Counts: counts, Message: &abi.Message{Role: abi.RoleAssistant, Content: "hi"}}, false},
+		{&abi.Event{Event: abi.EventMessageAdded, Counts: counts, Message: &abi.Message{Role: abi.RoleSystem, Content: "be brief"}}, false},
+		{&abi.Event{Event: abi.EventMessageAdded, Counts: counts, Message: &abi.Message{Role: abi.RoleTool, Content: "42"}}, true},
+		{&abi.Event{Event: abi.EventMessageAdded, Counts: counts, Message: &abi.Message{Role: abi.RoleUser, Content: "and?"}}, true},
+		{&abi.Event{Event: abi.EventBeforeToolCall, Counts: counts, ToolCall: &abi.ToolCall{Name: "calculator"}}, true},
+	} {
+		r, err := hook.Handle(ctx, tt.ev)
+		if called := err != nil; called != tt.called || (!called && !reflect.DeepEqual(r, abi.HookResponse{})) {
+			t.Errorf("%s %+v: response %+v, error %v; want the guest called: %v", tt.ev.Event, tt.ev.Message, r, err, tt.called)
+		}
+	}
+	// And with a live context the limiter still stops on a tool message past max_messages.
+	r, err := hook.Handle(context.Background(), &abi.Event{Event: abi.EventMessageAdded, Counts: counts, Message: &abi.Message{Role: abi.RoleTool, Content: "42"}})
+	if err != nil || r.Stop == nil || r.Stop.Reason != "max_messages" {
+		t.Fatalf("tool message past max_messages: %+v, %v; want a max_messages stop", r, err)
 	}
 }

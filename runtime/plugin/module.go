@@ -39,7 +39,8 @@ type Module struct {
 	manifest abi.Manifest
 	specs    []abi.ToolSpec // tool kind: the effective tool list (manifest, or init's replacement)
 	events   map[string]bool
-	initIn   []byte // the agentrt_init input, for replacement instances
+	roles    map[string]bool // message_added only for these roles (nil: every message)
+	initIn   []byte          // the agentrt_init input, for replacement instances
 
 	pool     chan *instance // nil entries are slots whose instance must be (re)created
 	size     int
@@ -80,6 +81,7 @@ func (m *Module) Manifest() abi.Manifest {
 	mf := m.manifest
 	mf.Tools = append([]abi.ToolSpec(nil), mf.Tools...)
 	mf.Events = append([]string(nil), mf.Events...)
+	mf.MessageRoles = append([]string(nil), mf.MessageRoles...)
 	return mf
 }
 
@@ -245,6 +247,20 @@ func (m *Module) setManifest(out []byte) error {
 				m.host.log.Warn("plugin subscribes to an event this agentrt never sends", "plugin", mf.Name, "event", e)
 			}
 			m.events[e] = true
+		}
+		if mf.MessageRoles != nil {
+			if len(mf.MessageRoles) == 0 {
+				return &LoadError{Plugin: m.label, Reason: "message_roles lists no role (leave it out for every message)"}
+			}
+			m.roles = map[string]bool{}
+			for _, r := range mf.MessageRoles {
+				switch r {
+				case abi.RoleSystem, abi.RoleUser, abi.RoleAssistant, abi.RoleTool:
+					m.roles[r] = true
+				default:
+					return &LoadError{Plugin: m.label, Reason: fmt.Sprintf("message_roles: %q is not one of system, user, assistant, tool", r)}
+				}
+			}
 		}
 	default:
 		return &LoadError{Plugin: m.label, Reason: fmt.Sprintf("manifest kind %q is not one of parser, tool, hook", mf.Kind)}

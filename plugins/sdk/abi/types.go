@@ -27,7 +27,10 @@ type Manifest struct {
 	Description  string     `json:"description,omitempty"`
 	Tools        []ToolSpec `json:"tools,omitempty"`
 	Events       []string   `json:"events,omitempty"`
-	ConfigSchema RawJSON    `json:"config_schema,omitempty"`
+	// MessageRoles, if set, are the roles whose message_added events the hook wants; it is called for no other
+	// message (ABI.md section 4.1).
+	MessageRoles []string `json:"message_roles,omitempty"`
+	ConfigSchema RawJSON  `json:"config_schema,omitempty"`
 }
 
 // ToolSpec describes one tool: its name, a description for the model, and the JSON Schema of its arguments object.

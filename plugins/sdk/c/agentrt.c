@@ -509,6 +509,8 @@ static struct {
   int ntools;
   hook_decl hooks[MAX_EVENTS];
   int nhooks;
+  const char *roles[4];
+  int nroles;
   agentrt_parser_fn parser;
   agentrt_init_fn init;
 } plugin;
@@ -526,6 +528,10 @@ void agentrt_tool(const char *name, const char *description, const char *schema,
 
 void agentrt_on(const char *event, agentrt_hook_fn fn) {
   if (plugin.nhooks < MAX_EVENTS) plugin.hooks[plugin.nhooks++] = (hook_decl){event, fn};
+}
+
+void agentrt_message_role(const char *role) {
+  if (plugin.nroles < 4) plugin.roles[plugin.nroles++] = role;
 }
 
 void agentrt_parser(agentrt_parser_fn fn) { plugin.parser = fn; }
@@ -802,6 +808,12 @@ __attribute__((export_name("agentrt_describe"))) uint64_t agentrt_describe(void)
     agentrt_w_key(w, "events");
     agentrt_w_array(w);
     for (int i = 0; i < plugin.nhooks; i++) agentrt_w_string(w, plugin.hooks[i].event);
+    agentrt_w_array_end(w);
+  }
+  if (plugin.nroles) {
+    agentrt_w_key(w, "message_roles");
+    agentrt_w_array(w);
+    for (int i = 0; i < plugin.nroles; i++) agentrt_w_string(w, plugin.roles[i]);
     agentrt_w_array_end(w);
   }
   if (plugin.config_schema) {

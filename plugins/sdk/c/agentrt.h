@@ -143,6 +143,10 @@ void agentrt_declare(const char *kind, const char *name, const char *version, co
 void agentrt_tool(const char *name, const char *description, const char *parameters_schema, agentrt_tool_fn fn);
 /* agentrt_on subscribes fn to a hook event ("episode_end", ...). Up to 16 events. */
 void agentrt_on(const char *event, agentrt_hook_fn fn);
+/* agentrt_message_role limits message_added to messages of this role ("system", "user", "assistant", "tool"); call it
+ * once per role wanted (up to 4). Without it every message_added reaches the hook; with it the host skips the others
+ * without calling the plugin (ABI.md section 4.1, message_roles). */
+void agentrt_message_role(const char *role);
 void agentrt_parser(agentrt_parser_fn fn);
 void agentrt_on_init(agentrt_init_fn fn);
 /* agentrt_init_tools returns, while the init function runs, the agent's tool specs: a JSON array of {"name",
