@@ -142,7 +142,11 @@ func BuildAgent(ctx context.Context, ac config.Agent, env BuildEnv) (_ *runtime.
 		d.Reward = &runtime.HookBinding{Plugin: ac.Reward.Plugin, SHA256: sha, Hook: h}
 	}
 
-	pmod, err := loadParser(ctx, env.Host, parser, specs, 0)
+	pool := 0
+	if !strings.HasSuffix(parser, ".wasm") {
+		pool = 1 // a built-in parser runs in process (parserAdapter): its Wasm build only serves texts not valid UTF-8
+	}
+	pmod, err := loadParser(ctx, env.Host, parser, specs, pool)
 	if err != nil {
 		return nil, err
 	}
