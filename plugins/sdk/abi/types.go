@@ -20,13 +20,13 @@ func (r *RawJSON) UnmarshalJSON(data []byte) error {
 
 // Manifest is what a plugin says about itself through [FuncDescribe] (ABI.md section 4).
 type Manifest struct {
-	ABIVersion   int        `json:"abi_version"`
-	Kind         string     `json:"kind"`
-	Name         string     `json:"name"`
-	Version      string     `json:"version,omitempty"`
-	Description  string     `json:"description,omitempty"`
-	Tools        []ToolSpec `json:"tools,omitempty"`
-	Events       []string   `json:"events,omitempty"`
+	ABIVersion  int        `json:"abi_version"`
+	Kind        string     `json:"kind"`
+	Name        string     `json:"name"`
+	Version     string     `json:"version,omitempty"`
+	Description string     `json:"description,omitempty"`
+	Tools       []ToolSpec `json:"tools,omitempty"`
+	Events      []string   `json:"events,omitempty"`
 	// MessageRoles, if set, are the roles whose message_added events the hook wants; it is called for no other
 	// message (ABI.md section 4.1).
 	MessageRoles []string `json:"message_roles,omitempty"`
