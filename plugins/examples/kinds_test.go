@@ -157,6 +157,9 @@ func checkRepeat(t *testing.T, h *plugin.Host, file string) {
 func checkStopPhrase(t *testing.T, h *plugin.Host, file string) {
 	m := load(t, h, file, `{"phrase":"DONE"}`)
 	wantManifest(t, m, abi.KindHook, "stop_phrase", nil, []string{abi.EventMessageAdded})
+	if got := m.Manifest().MessageRoles; !slices.Equal(got, []string{abi.RoleAssistant}) {
+		t.Errorf("message_roles %v, want [assistant] (the SDK's message role call)", got)
+	}
 	msg := func(role, content string, state string) *abi.Event {
 		ev := &abi.Event{Event: abi.EventMessageAdded, EpisodeID: "ep", Turn: 1, Message: &abi.Message{Role: role, Content: content}}
 		if state != "" {

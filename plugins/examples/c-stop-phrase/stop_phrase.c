@@ -65,6 +65,7 @@ static void message_added(const agentrt_event *ev, agentrt_result *r) {
 void agentrt_plugin(void) {
   agentrt_declare("hook", "stop_phrase", "1.0.0", "Stops an episode once the model writes a phrase (C SDK example).");
   agentrt_on("message_added", message_added);
+  agentrt_message_role("assistant"); /* only the model's messages: the host skips the others */
   agentrt_config_schema("{\"type\":\"object\",\"properties\":{\"phrase\":{\"type\":\"string\"},"
                         "\"after\":{\"type\":\"integer\",\"minimum\":1}},\"required\":[\"phrase\"]}");
   agentrt_on_init(init);

@@ -22,9 +22,10 @@ func init() {
 	sdk.RegisterHook(sdk.Hook{
 		Info: sdk.Info{Name: "stop_phrase", Version: "1.0.0", Description: "Stops an episode once the model writes a phrase (Go SDK example).",
 			ConfigSchema: sdk.RawJSON(`{"type":"object","properties":{"phrase":{"type":"string"},"after":{"type":"integer","minimum":1}},"required":["phrase"]}`)},
-		Events: []string{abi.EventMessageAdded},
-		Init:   configure,
-		Handle: handle,
+		Events:       []string{abi.EventMessageAdded},
+		MessageRoles: []string{abi.RoleAssistant}, // only the model's messages: the host skips the others
+		Init:         configure,
+		Handle:       handle,
 	})
 }
 

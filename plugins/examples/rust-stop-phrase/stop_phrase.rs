@@ -18,6 +18,7 @@ impl Hook for StopPhrase {
     fn manifest(&self) -> Manifest {
         Manifest::new("stop_phrase", "1.0.0", "Stops an episode once the model writes a phrase (Rust SDK example).")
             .event("message_added")
+            .message_role("assistant") // only the model's messages: the host skips the others
             .config_schema(
                 r#"{"type":"object","properties":{"phrase":{"type":"string"},"after":{"type":"integer","minimum":1}},"required":["phrase"]}"#,
             )

@@ -50,6 +50,9 @@ type Hook struct {
 	Info
 	// Events are the events the hook wants (abi.Event*).
 	Events []string
+	// MessageRoles, if set, are the roles (abi.Role*) whose message_added events the hook wants: the host skips the
+	// others without a call (manifest message_roles).
+	MessageRoles []string
 	// Init, if set, is called once per instance with the plugin config.
 	Init func(cfg Value) error
 	// Handle handles one event; the zero Response means "carry on".
@@ -251,6 +254,16 @@ func (m *module) describe() []byte {
 			b = fastjson.AppendQuote(b, e)
 		}
 		b = append(b, ']')
+		if len(m.hook.MessageRoles) > 0 {
+			b = append(b, `,"message_roles":[`...)
+			for i, r := range m.hook.MessageRoles {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = fastjson.AppendQuote(b, r)
+			}
+			b = append(b, ']')
+		}
 	}
 	if len(inf.ConfigSchema) > 0 {
 		b = append(b, `,"config_schema":`...)

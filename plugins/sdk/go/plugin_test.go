@@ -3,6 +3,7 @@ package sdk
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -148,8 +149,9 @@ func TestParserModule(t *testing.T) {
 func TestHookModule(t *testing.T) {
 	var m module
 	m.register(nil, nil, &Hook{
-		Info:   Info{Name: "h"},
-		Events: []string{abi.EventMessageAdded, abi.EventEpisodeEnd},
+		Info:         Info{Name: "h"},
+		Events:       []string{abi.EventMessageAdded, abi.EventEpisodeEnd},
+		MessageRoles: []string{abi.RoleTool, abi.RoleUser},
 		Handle: func(ev Event) (Response, error) {
 			var r Response
 			c := ev.Counts()
@@ -172,7 +174,7 @@ func TestHookModule(t *testing.T) {
 		},
 	})
 	var mf abi.Manifest
-	if err := json.Unmarshal(m.describe(), &mf); err != nil || len(mf.Events) != 2 {
+	if err := json.Unmarshal(m.describe(), &mf); err != nil || len(mf.Events) != 2 || !slices.Equal(mf.MessageRoles, []string{"tool", "user"}) {
 		t.Fatalf("manifest %s: %v", m.describe(), err)
 	}
 	ev := `{"event":"message_added","episode_id":"e\"1","turn":4,"counts":{"messages":3,"tool_calls":2},"state":{"seen":7},"message":{"role":"tool","content":"x"}}`

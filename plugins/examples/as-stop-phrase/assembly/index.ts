@@ -9,6 +9,7 @@ class StopPhrase extends Hook {
   manifest(): Manifest {
     return new Manifest("stop_phrase", "1.0.0", "Stops an episode once the model writes a phrase (AssemblyScript SDK example).")
       .event("message_added")
+      .messageRole("assistant") // only the model's messages: the host skips the others
       .config('{"type":"object","properties":{"phrase":{"type":"string"},"after":{"type":"integer","minimum":1}},"required":["phrase"]}');
   }
 

@@ -81,6 +81,11 @@ export function agentrt_describe(): i64 {
     for (let i = 0; i < m.events.length; i++) evs.push(Value.string(m.events[i]));
     o.set("events", evs);
   }
+  if (m.messageRoles.length > 0) {
+    const roles = Value.array();
+    for (let i = 0; i < m.messageRoles.length; i++) roles.push(Value.string(m.messageRoles[i]));
+    o.set("message_roles", roles);
+  }
   const cs = m.configSchema;
   if (cs != null) o.set("config_schema", cs);
   return output(o.toJSON());

@@ -30,6 +30,7 @@ export class ToolSpec {
 export class Manifest {
   tools: Array<ToolSpec> = [];
   events: Array<string> = [];
+  messageRoles: Array<string> = [];
   configSchema: Value | null = null;
   constructor(public name: string, public version: string = "", public description: string = "") {}
 
@@ -39,6 +40,12 @@ export class Manifest {
   }
   event(name: string): Manifest {
     this.events.push(name);
+    return this;
+  }
+  /** Limits message_added to messages of this role ("system", "user", "assistant", "tool"); once per role. Without
+   * it every message reaches the hook; with it the host skips the others without a call. */
+  messageRole(role: string): Manifest {
+    this.messageRoles.push(role);
     return this;
   }
   config(schema: string): Manifest {

@@ -458,6 +458,7 @@ pub struct Manifest {
     pub description: String,
     pub tools: Vec<ToolSpec>,
     pub events: Vec<String>,
+    pub message_roles: Vec<String>,
     pub config_schema: Option<Value>,
 }
 
@@ -478,6 +479,12 @@ impl Manifest {
     /// Subscribes to a hook event such as "episode_end" (hook plugins).
     pub fn event(mut self, name: &str) -> Manifest {
         self.events.push(name.to_string());
+        self
+    }
+    /// Limits message_added to messages of this role ("system", "user", "assistant", "tool"); call once per role.
+    /// Without it every message reaches the hook; with it the host skips the others without a call.
+    pub fn message_role(mut self, role: &str) -> Manifest {
+        self.message_roles.push(role.to_string());
         self
     }
     /// Documents the accepted config (JSON Schema text).
@@ -848,6 +855,9 @@ pub fn __describe(make: fn() -> Box<dyn Plugin>) -> i64 {
     }
     if !m.events.is_empty() {
         o.push(("events".into(), Value::Array(m.events.into_iter().map(Value::String).collect())));
+    }
+    if !m.message_roles.is_empty() {
+        o.push(("message_roles".into(), Value::Array(m.message_roles.into_iter().map(Value::String).collect())));
     }
     if let Some(s) = m.config_schema {
         o.push(("config_schema".into(), s));
