@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/agentrt/agentrt/internal/jsonw"
+	"github.com/agentrt/agentrt/plugins/sdk/abi"
 )
 
 // kind is what a tool's JSON schema says about one parameter.
@@ -107,6 +110,29 @@ func (ts *Tools) lookup(name string) *tool {
 		}
 	}
 	return nil
+}
+
+// ToolsFromSpecs reads the agent's tool specs as a parser plugin receives them at init (name and parameters of
+// each): the one way both the Wasm build (parsers/wasm) and the in-process parsers (runtime/system) read them.
+//
+// # Errors
+//
+// As ParseTools.
+func ToolsFromSpecs(specs []abi.ToolSpec) (*Tools, error) {
+	b := []byte{'['}
+	for i, s := range specs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = jsonw.AppendString(b, s.Name)
+		if len(s.Parameters) > 0 {
+			b = append(b, `,"parameters":`...)
+			b = append(b, s.Parameters...)
+		}
+		b = append(b, '}')
+	}
+	return ParseTools(append(b, ']'))
 }
 
 // ParseTools reads tool specifications: a JSON array of OpenAI tool objects

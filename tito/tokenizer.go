@@ -483,11 +483,11 @@ func (t *Tokenizer) Decode(ids []int32, skipSpecialTokens bool) string {
 	if len(ids) == 0 {
 		return ""
 	}
-	if t.byteLevel != nil && !skipSpecialTokens {
+	if t.byteLevel != nil {
 		t.acquire() // panics if closed, as the library call would
 		t.mu.RUnlock()
 		if t.loadVocab(); t.decodedEnd != nil {
-			return t.decodeByteLevel(ids)
+			return t.decodeByteLevel(ids, skipSpecialTokens)
 		}
 	}
 	s, ok := t.decode(ids, skipSpecialTokens)
@@ -510,14 +510,10 @@ func (t *Tokenizer) decode(ids []int32, skipSpecialTokens bool) (string, bool) {
 	return C.GoString(cs), true
 }
 
-// decodeWithNUL handles ids whose text holds U+0000. For byte-level decoders it maps the tokens back to bytes
-// itself (the same GPT-2 byte table and lossy UTF-8 conversion as Hugging Face); otherwise it decodes the runs
-// between NUL-bearing tokens and joins them with U+0000.
+// decodeWithNUL handles ids whose text holds U+0000 (a decoder other than ByteLevel, which Decode does in Go): it
+// decodes the runs between NUL-bearing tokens and joins them with U+0000.
 func (t *Tokenizer) decodeWithNUL(ids []int32, skipSpecialTokens bool) string {
 	t.loadVocab()
-	if t.byteLevel != nil {
-		return t.byteLevelDecode(ids, skipSpecialTokens)
-	}
 	var b strings.Builder
 	start := 0
 	flush := func(end int) {
@@ -584,36 +580,27 @@ func (bt *byteLevelTable) appendDecoded(dst []byte, tok string) []byte {
 	return dst
 }
 
-// decodeByteLevel is Decode without special tokens skipped, for a ByteLevel decoder, from the decoded table: the
-// library's bytes for each id in the vocabulary (others are skipped, as the library skips them), converted to
-// UTF-8 as String::from_utf8_lossy does. TestDecodeByteLevelMatchesLibrary checks it against the library.
-func (t *Tokenizer) decodeByteLevel(ids []int32) string {
+// decodeByteLevel is Decode for a ByteLevel decoder, from the decoded table: the library's bytes for each id in the
+// vocabulary (others are skipped, as the library skips them, and so are special tokens when skip is set),
+// converted to UTF-8 as String::from_utf8_lossy does. TestDecodeByteLevelMatchesLibrary checks it against the
+// library. Text holding U+0000 needs no detour here: it never crosses the C ABI.
+func (t *Tokenizer) decodeByteLevel(ids []int32, skip bool) string {
 	end := t.decodedEnd
+	keep := func(id int32) bool { return id >= 0 && int(id)+1 < len(end) && !(skip && t.special[id]) }
 	n := 0
 	for _, id := range ids {
-		if id >= 0 && int(id)+1 < len(end) {
+		if keep(id) {
 			n += int(end[id+1] - end[id])
 		}
 	}
 	buf := make([]byte, 0, n)
 	for _, id := range ids {
-		if id >= 0 && int(id)+1 < len(end) {
+		if keep(id) {
 			buf = append(buf, t.decodedBytes[end[id]:end[id+1]]...)
 		}
 	}
 	if utf8.Valid(buf) {
 		return unsafe.String(unsafe.SliceData(buf), len(buf)) // buf is not kept: the string owns it
-	}
-	return lossyUTF8(buf)
-}
-
-func (t *Tokenizer) byteLevelDecode(ids []int32, skipSpecialTokens bool) string {
-	var buf []byte
-	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.tokens) || t.tokens[id] == "" || (skipSpecialTokens && t.special[id]) {
-			continue
-		}
-		buf = t.byteLevel.appendDecoded(buf, t.tokens[id])
 	}
 	return lossyUTF8(buf)
 }

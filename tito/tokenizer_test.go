@@ -384,7 +384,7 @@ func FuzzTokenizerRoundTrip(f *testing.F) {
 	})
 }
 
-// TestDecodeByteLevelMatchesLibrary checks Decode's Go path (ByteLevel decoders, special tokens kept) against the
+// TestDecodeByteLevelMatchesLibrary checks Decode's Go path (ByteLevel decoders, special tokens kept or skipped) against the
 // Hugging Face library's decode through the C ABI: every id alone, ids out of range, and random sequences that
 // mix added tokens with byte tokens (split UTF-8 sequences, lone continuation bytes). The tokenizers of every
 // family the setup fetches that have a ByteLevel decoder.
@@ -403,15 +403,16 @@ func TestDecodeByteLevelMatchesLibrary(t *testing.T) {
 			if tok.byteLevel == nil {
 				t.Fatalf("%s: not a ByteLevel decoder", dir)
 			}
-			library := func(ids []int32) (string, bool) { return tok.decode(ids, false) }
 			check := func(ids []int32) {
 				t.Helper()
-				want, ok := library(ids)
-				if !ok { // U+0000 in the text: the C ABI cannot return it
-					return
-				}
-				if got := tok.Decode(ids, false); got != want {
-					t.Fatalf("ids %v: Go %q, library %q", ids, got, want)
+				for _, skip := range []bool{false, true} {
+					want, ok := tok.decode(ids, skip)
+					if !ok { // U+0000 in the text: the C ABI cannot return it
+						continue
+					}
+					if got := tok.Decode(ids, skip); got != want {
+						t.Fatalf("ids %v, skip special %v: Go %q, library %q", ids, skip, got, want)
+					}
 				}
 			}
 			n := int32(tok.VocabSize())

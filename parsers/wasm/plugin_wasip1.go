@@ -7,7 +7,6 @@ import (
 
 	"github.com/agentrt/agentrt/parsers"
 	sdk "github.com/agentrt/agentrt/plugins/sdk/go"
-	"github.com/agentrt/agentrt/plugins/sdk/go/fastjson"
 )
 
 // Per instance: the host initialises each instance once with the config and the agent's tools.
@@ -39,21 +38,7 @@ func initParser(cfg sdk.Value, specs []sdk.ToolSpec) error {
 	if err != nil {
 		return err
 	}
-	// Re-assemble the specs as a JSON array for parsers.ParseTools (once per instance, not per call).
-	b := []byte{'['}
-	for i, s := range specs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"name":`...)
-		b = fastjson.AppendQuote(b, s.Name)
-		if len(s.Parameters) > 0 {
-			b = append(b, `,"parameters":`...)
-			b = append(b, s.Parameters...)
-		}
-		b = append(b, '}')
-	}
-	ts, err := parsers.ParseTools(append(b, ']'))
+	ts, err := parsers.ToolsFromSpecs(specs) // once per instance, not per call
 	if err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/agentrt/agentrt/internal/jsonw"
 	"github.com/agentrt/agentrt/parsers"
 	"github.com/agentrt/agentrt/plugins/builtin"
 	"github.com/agentrt/agentrt/plugins/sdk/abi"
@@ -679,27 +678,13 @@ func (a parserAdapter) parseNative(ctx context.Context, text string) (r abi.Pars
 	return r, nil
 }
 
-// nativeParser returns a built-in parser and the agent's tools as parsers/wasm's init reads them (name and
-// parameters of each spec).
+// nativeParser returns a built-in parser and the agent's tools as parsers/wasm's init reads them.
 func nativeParser(name string, specs []abi.ToolSpec) (*parsers.Parser, *parsers.Tools, error) {
 	p, err := parsers.New(name)
 	if err != nil {
 		return nil, nil, err
 	}
-	b := []byte{'['}
-	for i, s := range specs {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"name":`...)
-		b = jsonw.AppendString(b, s.Name)
-		if len(s.Parameters) > 0 {
-			b = append(b, `,"parameters":`...)
-			b = append(b, s.Parameters...)
-		}
-		b = append(b, '}')
-	}
-	tools, err := parsers.ParseTools(append(b, ']'))
+	tools, err := parsers.ToolsFromSpecs(specs)
 	if err != nil {
 		return nil, nil, err
 	}

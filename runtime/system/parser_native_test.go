@@ -71,35 +71,50 @@ func parserCorpus(t testing.TB) (texts []string, specs []abi.ToolSpec, byFormat 
 	return texts, specs, byFormat
 }
 
+// parserPair loads the built-in parser name with specs through h and in process: the agent loop's adapter (in
+// process, the Wasm module for texts that are not UTF-8) and one that always calls the Wasm module. close frees the
+// module.
+func parserPair(tb testing.TB, h *plugin.Host, name string, specs []abi.ToolSpec) (inProcess, wasm parserAdapter, close func()) {
+	tb.Helper()
+	ctx := context.Background()
+	mod, err := loadParser(ctx, h, name, specs, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p, err := mod.Parser()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	native, tools, err := nativeParser(name, specs)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return parserAdapter{p: p, native: native, tools: tools, name: name}, parserAdapter{p: p, name: name}, func() { mod.Close(ctx) }
+}
+
+// newParserHost is a plugin host with its own compilation cache, closed with the test.
+func newParserHost(tb testing.TB) *plugin.Host {
+	tb.Helper()
+	h, err := plugin.NewHost(context.Background(), plugin.Config{CacheDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
 // TestNativeParsersMatchWasm runs every built-in parser in process and through the plugin host (parsers.wasm and its
 // glue, as a .wasm parser would run), with no tools, all the corpus's tools, and each tool set of the corpus's cases
 // of its format, over every text of the corpus: the results are the same (calls with their ids, arguments and
 // spans; errors; normal text). The corpus must reach calls, errors and plain text in each parser.
 func TestNativeParsersMatchWasm(t *testing.T) {
 	ctx := context.Background()
-	h, err := plugin.NewHost(ctx, plugin.Config{CacheDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(ctx)
+	h := newParserHost(t)
 	texts, corpusSpecs, byFormat := parserCorpus(t)
 	for _, name := range parsers.Names() {
 		var calls, errs, plain int
 		for _, specs := range append([][]abi.ToolSpec{nil, corpusSpecs}, byFormat[name]...) {
-			mod, err := loadParser(ctx, h, name, specs, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := mod.Parser()
-			if err != nil {
-				t.Fatal(err)
-			}
-			native, tools, err := nativeParser(name, specs)
-			if err != nil {
-				t.Fatal(err)
-			}
-			inProcess := parserAdapter{p: p, native: native, tools: tools, name: name}
-			wasm := parserAdapter{p: p, name: name}
+			inProcess, wasm, closeModule := parserPair(t, h, name, specs)
 			for _, text := range texts {
 				got, gerr := inProcess.Parse(ctx, text)
 				want, werr := wasm.Parse(ctx, text)
@@ -112,7 +127,7 @@ func TestNativeParsersMatchWasm(t *testing.T) {
 					plain++
 				}
 			}
-			mod.Close(ctx)
+			closeModule()
 		}
 		if calls == 0 || errs == 0 || plain == 0 {
 			t.Fatalf("%s: the corpus gave %d calls, %d errors, %d plain texts: every kind must be compared", name, calls, errs, plain)
@@ -136,29 +151,13 @@ func TestNativeParsersMatchWasm(t *testing.T) {
 // (bench/results/long-horizon.md, Phase 6).
 func BenchmarkParserCall(b *testing.B) {
 	ctx := context.Background()
-	h, err := plugin.NewHost(ctx, plugin.Config{CacheDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer h.Close(ctx)
 	specs := []abi.ToolSpec{{Name: "calculator", Parameters: abi.RawJSON(`{"type":"object","properties":{"expression":{"type":"string"}},"required":["expression"]}`)}}
-	mod, err := loadParser(ctx, h, "hermes", specs, 1)
-	if err != nil {
-		b.Fatal(err)
-	}
-	p, err := mod.Parser()
-	if err != nil {
-		b.Fatal(err)
-	}
-	native, tools, err := nativeParser("hermes", specs)
-	if err != nil {
-		b.Fatal(err)
-	}
+	inProcess, wasm, _ := parserPair(b, newParserHost(b), "hermes", specs)
 	text := "<think>\nI need 3*5+7 first.\n</think>\n\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"3*5+7\"}}\n</tool_call>"
 	for _, bc := range []struct {
 		name string
 		a    parserAdapter
-	}{{"in-process", parserAdapter{native: native, tools: tools, name: "hermes"}}, {"wasm", parserAdapter{p: p, name: "hermes"}}} {
+	}{{"in-process", inProcess}, {"wasm", wasm}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

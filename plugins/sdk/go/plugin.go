@@ -246,23 +246,9 @@ func (m *module) describe() []byte {
 		b = appendSpecs(b, m.tools.Specs)
 	}
 	if m.hook != nil {
-		b = append(b, `,"events":[`...)
-		for i, e := range m.hook.Events {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = fastjson.AppendQuote(b, e)
-		}
-		b = append(b, ']')
+		b = appendStrings(append(b, `,"events":`...), m.hook.Events)
 		if len(m.hook.MessageRoles) > 0 {
-			b = append(b, `,"message_roles":[`...)
-			for i, r := range m.hook.MessageRoles {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = fastjson.AppendQuote(b, r)
-			}
-			b = append(b, ']')
+			b = appendStrings(append(b, `,"message_roles":`...), m.hook.MessageRoles)
 		}
 	}
 	if len(inf.ConfigSchema) > 0 {
@@ -271,6 +257,18 @@ func (m *module) describe() []byte {
 	}
 	m.desc = append(b, '}')
 	return m.desc
+}
+
+// appendStrings appends ss as a JSON array of strings.
+func appendStrings(b []byte, ss []string) []byte {
+	b = append(b, '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = fastjson.AppendQuote(b, s)
+	}
+	return append(b, ']')
 }
 
 func appendSpecs(b []byte, specs []ToolSpec) []byte {
