@@ -770,6 +770,8 @@ func TestCallerGoneAbortsGeneration(t *testing.T) {
 	testutil.Until(t, "an /abort_request in the emulator's log", func() bool {
 		return bytes.Contains(h.log.Bytes(), []byte(`"path":"/abort_request"`))
 	})
+	// The emulator logs the abort before the call that sent it returns and drops its session: wait for that.
+	testutil.Until(t, "the failed call's session to be dropped", func() bool { return h.fd.Sessions() == 0 })
 	// The session's only call failed: it was not kept (issue 27), and nothing was emitted.
 	code, out := h.post(t, "/s/gone/end", nil)
 	h.mu.Lock()
